@@ -1,0 +1,1 @@
+"""gojax: exact, batched Go rules in JAX."""
