@@ -1,1 +1,58 @@
-"""gojax: exact, batched Go rules in JAX."""
+"""gojax: exact, batched Go rules in JAX.
+
+The board functions are written for one board; batch them with ``jax.vmap``:
+
+>>> import jax, gojax
+>>> state = gojax.new_game(9, rules="chinese", komi=7.0)
+>>> state = gojax.play(state, gojax.gtp_to_action("E5", 9))
+>>> bool(gojax.legal_moves(state)[40])  # E5 is now occupied
+False
+"""
+
+from gojax._board import (
+    BLACK,
+    EMPTY,
+    WHITE,
+    GoState,
+    area,
+    handicap_points,
+    legal_moves,
+    new_game,
+    play,
+    position_hash,
+    score,
+    set_board,
+    winner,
+)
+from gojax._coords import (
+    action_to_gtp,
+    action_to_sgf,
+    gtp_to_action,
+    pass_action,
+    sgf_to_action,
+)
+from gojax._rules import RULE_PRESETS, Rules, get_rules
+
+__all__ = [
+    "BLACK",
+    "EMPTY",
+    "RULE_PRESETS",
+    "WHITE",
+    "GoState",
+    "Rules",
+    "action_to_gtp",
+    "action_to_sgf",
+    "area",
+    "get_rules",
+    "gtp_to_action",
+    "handicap_points",
+    "legal_moves",
+    "new_game",
+    "pass_action",
+    "play",
+    "position_hash",
+    "score",
+    "set_board",
+    "sgf_to_action",
+    "winner",
+]

@@ -14,54 +14,54 @@ MAX_SIZE = 25
 
 
 def pass_action(size: int) -> int:
-  """The pass action for a board of side ``size``."""
-  return size * size
+    """The pass action for a board of side ``size``."""
+    return size * size
 
 
 def action_to_gtp(action: int, size: int) -> str:
-  """``action`` (``row * size + col``, row 0 on top) → GTP vertex (``"D4"``, ``"pass"``)."""
-  if action == size * size:
-    return "pass"
-  if not 0 <= action < size * size:
-    raise ValueError(f"action {action} is off a {size}x{size} board")
-  row, col = divmod(action, size)
-  return f"{GTP_COLUMNS[col]}{size - row}"
+    """``action`` (``row * size + col``, row 0 on top) → GTP vertex (``"D4"``, ``"pass"``)."""
+    if action == size * size:
+        return "pass"
+    if not 0 <= action < size * size:
+        raise ValueError(f"action {action} is off a {size}x{size} board")
+    row, col = divmod(action, size)
+    return f"{GTP_COLUMNS[col]}{size - row}"
 
 
 def gtp_to_action(vertex: str, size: int) -> int:
-  """GTP vertex → action index; ``"pass"`` → ``size * size``.
+    """GTP vertex → action index; ``"pass"`` → ``size * size``.
 
-  >>> gtp_to_action("A1", 9), gtp_to_action("J9", 9), gtp_to_action("pass", 9)
-  (72, 8, 81)
-  """
-  text = vertex.strip().upper()
-  if text == "PASS":
-    return size * size
-  if len(text) < 2 or text[0] not in GTP_COLUMNS or not text[1:].isdigit():
-    raise ValueError(f"malformed vertex {vertex!r}")
-  col = GTP_COLUMNS.index(text[0])
-  number = int(text[1:])
-  if col >= size or not 1 <= number <= size:
-    raise ValueError(f"vertex {vertex!r} is off a {size}x{size} board")
-  return (size - number) * size + col
+    >>> gtp_to_action("A1", 9), gtp_to_action("J9", 9), gtp_to_action("pass", 9)
+    (72, 8, 81)
+    """
+    text = vertex.strip().upper()
+    if text == "PASS":
+        return size * size
+    if len(text) < 2 or text[0] not in GTP_COLUMNS or not text[1:].isdigit():
+        raise ValueError(f"malformed vertex {vertex!r}")
+    col = GTP_COLUMNS.index(text[0])
+    number = int(text[1:])
+    if col >= size or not 1 <= number <= size:
+        raise ValueError(f"vertex {vertex!r} is off a {size}x{size} board")
+    return (size - number) * size + col
 
 
 def action_to_sgf(action: int, size: int) -> str:
-  """Action → SGF point (``"aa"`` is the top-left); pass → ``""``."""
-  if action == size * size:
-    return ""
-  row, col = divmod(action, size)
-  return "abcdefghijklmnopqrstuvwxyz"[col] + "abcdefghijklmnopqrstuvwxyz"[row]
+    """Action → SGF point (``"aa"`` is the top-left); pass → ``""``."""
+    if action == size * size:
+        return ""
+    row, col = divmod(action, size)
+    return "abcdefghijklmnopqrstuvwxyz"[col] + "abcdefghijklmnopqrstuvwxyz"[row]
 
 
 def sgf_to_action(point: str, size: int) -> int:
-  """SGF point → action; ``""`` and, on boards up to 19×19, ``"tt"`` are pass."""
-  if point == "" or (point == "tt" and size <= 19):
-    return size * size
-  letters = "abcdefghijklmnopqrstuvwxyz"
-  if len(point) != 2 or point[0] not in letters or point[1] not in letters:
-    raise ValueError(f"malformed SGF point {point!r}")
-  col, row = letters.index(point[0]), letters.index(point[1])
-  if col >= size or row >= size:
-    raise ValueError(f"SGF point {point!r} is off a {size}x{size} board")
-  return row * size + col
+    """SGF point → action; ``""`` and, on boards up to 19×19, ``"tt"`` are pass."""
+    if point == "" or (point == "tt" and size <= 19):
+        return size * size
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    if len(point) != 2 or point[0] not in letters or point[1] not in letters:
+        raise ValueError(f"malformed SGF point {point!r}")
+    col, row = letters.index(point[0]), letters.index(point[1])
+    if col >= size or row >= size:
+        raise ValueError(f"SGF point {point!r} is off a {size}x{size} board")
+    return row * size + col

@@ -1,0 +1,591 @@
+"""The Go board: a frozen pytree and pure functions on one board.
+
+Everything here is written for a single board and batched with ``jax.vmap``
+by the caller. The board size is read from array shapes and the rule set and
+move cap are static fields of the state, so they live in the pytree's treedef
+and a jitted function is specialised to them; nothing traced decides a shape.
+
+Representation (``P = size * size`` points, action ``row * size + col``, row 0
+on top, ``P`` = pass):
+
+* ``board`` holds the stones; ``chain`` labels each stone with the index of
+  one stone of its chain (a representative), and ``liberties[r]`` is the
+  number of distinct empty points adjacent to the chain whose representative
+  is ``r``. A move merges chains by relabelling, removes captured chains by
+  their labels, and recounts liberties with one scatter-add over empty
+  points: a constant number of O(P) vectorised passes per move, no flood fill.
+* The position hash is a Zobrist hash on two 32-bit lanes (64 bits). Keys are
+  combined by addition modulo 2**32 per lane rather than XOR: it is just as
+  random, and lets a chain's key sum be computed with one segment-sum, which
+  the superko test needs for every candidate capture.
+* Superko history is kept as a *sorted* array of 64-bit keys, so testing all
+  ``P`` candidate moves costs ``P`` binary searches instead of ``P * H``
+  comparisons.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from gojax._rules import Rules, get_rules
+
+BLACK = 1
+WHITE = -1
+EMPTY = 0
+_OFF_BOARD = 2  # colour value read beyond the edge by neighbour lookups
+_UNUSED_KEY = np.uint32(0xFFFFFFFF)  # fills unused superko slots; sorts last
+RECENT_MOVES = 8  # how many past actions the state remembers
+MIN_SIZE, MAX_SIZE = 2, 19
+
+
+@struct.dataclass
+class GoState:
+    """One Go position with the history its rules and input features need.
+
+    Shapes for a board of side ``N`` (``P = N * N``), ``K`` past boards and a
+    superko table of ``H`` entries (``max_moves + 1`` under superko rules,
+    ``0`` under simple ko).
+    """
+
+    board: jax.Array  # [P] int8: +1 black, -1 white, 0 empty
+    chain: jax.Array  # [P] int16: representative stone of each stone's chain; P on empty points
+    liberties: jax.Array  # [P] int16: liberties[r] = liberties of the chain represented by r
+    to_play: jax.Array  # [] int8: +1 black, -1 white
+    ko: jax.Array  # [] int16: point banned by the simple-ko rule, -1 if none
+    move_number: jax.Array  # [] int32: moves played so far, passes included
+    passes: jax.Array  # [] int8: consecutive passes just played
+    terminated: jax.Array  # [] bool: two passes in a row, or the move cap reached
+    komi: jax.Array  # [] float32: points given to White
+    captures: jax.Array  # [2] int16: stones captured by Black, by White
+    zobrist: jax.Array  # [2] uint32: hash of the stones (two 32-bit lanes)
+    superko_keys: jax.Array  # [H, 2] uint32: keys of earlier positions, sorted by lane 0
+    superko_count: jax.Array  # [] int32: how many entries of superko_keys are used
+    past_boards: jax.Array  # [K, P] int8: board before the last move, the one before, ...
+    recent_moves: jax.Array  # [8] int16: last actions, newest first; P = pass, -1 = none
+    rules: Rules = struct.field(pytree_node=False)
+    max_moves: int = struct.field(pytree_node=False)
+
+    @property
+    def size(self) -> int:
+        """Board side ``N`` (static)."""
+        return math.isqrt(self.board.shape[-1])
+
+    @property
+    def num_actions(self) -> int:
+        """``N * N + 1``: every point, then pass."""
+        return self.board.shape[-1] + 1
+
+
+# ----------------------------------------------------------------------------
+# Static tables (NumPy, built once per board size).
+
+
+@functools.cache
+def neighbor_table(size: int) -> np.ndarray:
+    """``[P, 4]`` int32: up, down, left, right neighbour of each point; ``P`` off the board."""
+    p = size * size
+    table = np.full((p, 4), p, dtype=np.int32)
+    for point in range(p):
+        row, col = divmod(point, size)
+        if row > 0:
+            table[point, 0] = point - size
+        if row < size - 1:
+            table[point, 1] = point + size
+        if col > 0:
+            table[point, 2] = point - 1
+        if col < size - 1:
+            table[point, 3] = point + 1
+    return table
+
+
+@functools.cache
+def zobrist_keys(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``([2, P, 2] uint32, [2] uint32)``: keys for (black, white) × point × lane, and White-to-play.
+
+    Drawn from a fixed seed so that hashes are the same in every process.
+    """
+    rng = np.random.default_rng(0x60A1 + size)
+    stones = rng.integers(0, 2**32, size=(2, size * size, 2), dtype=np.uint32)
+    white_to_play = rng.integers(0, 2**32, size=(2,), dtype=np.uint32)
+    return stones, white_to_play
+
+
+def _validate_size(size: int) -> None:
+    if not isinstance(size, int | np.integer) or not MIN_SIZE <= size <= MAX_SIZE:
+        raise ValueError(f"board size must be an integer in {MIN_SIZE}..{MAX_SIZE}, got {size!r}")
+
+
+# ----------------------------------------------------------------------------
+# Vectorised neighbourhood helpers on a flat board.
+
+
+def _neighbors(values: jax.Array, size: int, fill) -> jax.Array:
+    """``[P, ...]`` → ``[4, P, ...]``: each point's up, down, left, right neighbour value.
+
+    Shifts of the 2-D board (no gathers), ``fill`` beyond the edge.
+    """
+    grid = values.reshape((size, size) + values.shape[1:])
+    pad = [(1, 1), (1, 1)] + [(0, 0)] * (values.ndim - 1)
+    padded = jnp.pad(grid, pad, constant_values=fill)
+    shifted = jnp.stack(
+        [
+            padded[:-2, 1:-1],  # up
+            padded[2:, 1:-1],  # down
+            padded[1:-1, :-2],  # left
+            padded[1:-1, 2:],  # right
+        ]
+    )
+    return shifted.reshape((4,) + values.shape)
+
+
+def _first_occurrence(labels: jax.Array) -> jax.Array:
+    """``[4, P]`` → ``[4, P]`` bool: neighbour k's label differs from neighbours 0..k-1.
+
+    Two neighbours of a point often belong to the same chain; counting it once
+    is what makes liberty counts and capture sums exact.
+    """
+    l0, l1, l2, l3 = labels
+    return jnp.stack(
+        [
+            jnp.ones_like(l0, dtype=bool),
+            l1 != l0,
+            (l2 != l0) & (l2 != l1),
+            (l3 != l0) & (l3 != l1) & (l3 != l2),
+        ]
+    )
+
+
+def _count_liberties(board: jax.Array, chain: jax.Array, size: int) -> jax.Array:
+    """``[P]`` int16: liberties of the chain represented at each index (0 elsewhere)."""
+    p = size * size
+    nb_chain = _neighbors(chain, size, p)  # [4, P]
+    counts = (board == EMPTY)[None] & (nb_chain != p) & _first_occurrence(nb_chain)
+    target = jnp.where(counts, nb_chain, p).reshape(-1)
+    libs = jnp.zeros(p + 1, jnp.int32).at[target].add(1, mode="promise_in_bounds")
+    return libs[:p].astype(jnp.int16)
+
+
+def _label_chains(board: jax.Array, size: int) -> jax.Array:
+    """``[P]`` int16: chain labels from scratch (minimum point index of each chain).
+
+    Label propagation to a fixed point; used for setup positions only.
+    """
+    p = size * size
+    start = jnp.where(board != EMPTY, jnp.arange(p, dtype=jnp.int32), p)
+
+    def step(labels):
+        nb_labels = _neighbors(labels, size, p)
+        same = _neighbors(board, size, _OFF_BOARD) == board[None]
+        best = jnp.min(jnp.where(same, nb_labels, p), axis=0)
+        return jnp.where(board != EMPTY, jnp.minimum(labels, best), p)
+
+    def cond(carry):
+        labels, previous = carry
+        return jnp.any(labels != previous)
+
+    labels, _ = jax.lax.while_loop(
+        cond, lambda carry: (step(carry[0]), carry[0]), (step(start), start)
+    )
+    return labels.astype(jnp.int16)
+
+
+def _stone_keys(board: jax.Array, size: int) -> jax.Array:
+    """``[P, 2]`` uint32: the Zobrist key of the stone on each point (0 if empty)."""
+    keys, _ = zobrist_keys(size)
+    zero = jnp.zeros((), jnp.uint32)
+    return jnp.where(
+        (board == BLACK)[:, None],
+        keys[0],
+        jnp.where((board == WHITE)[:, None], keys[1], zero),
+    )
+
+
+def position_hash(board: jax.Array) -> jax.Array:
+    """``[P]`` board → ``[2]`` uint32 Zobrist hash of its stones, computed from scratch."""
+    size = math.isqrt(board.shape[-1])
+    return jnp.sum(_stone_keys(board, size), axis=0, dtype=jnp.uint32)
+
+
+def _superko_key(zobrist: jax.Array, to_play: jax.Array, rules: Rules, size: int) -> jax.Array:
+    """The key a position is remembered by: stones, plus the player to move if situational."""
+    if rules.ko != "situational":
+        return zobrist
+    _, white_to_play = zobrist_keys(size)
+    return zobrist + jnp.where(to_play == WHITE, white_to_play, jnp.zeros((), jnp.uint32))
+
+
+def _insert_sorted(keys: jax.Array, count: jax.Array, key: jax.Array):
+    """Insert ``key`` ([2]) into ``keys`` ([H, 2], sorted by lane 0); O(H) and branch-free."""
+    if keys.shape[0] == 0:
+        return keys, count
+    at = jnp.searchsorted(keys[:, 0], key[0], side="left")
+    index = jnp.arange(keys.shape[0])[:, None]
+    shifted = jnp.concatenate([keys[:1], keys[:-1]])
+    keys = jnp.where(index < at, keys, jnp.where(index == at, key[None], shifted))
+    return keys, count + 1
+
+
+def _contains(keys: jax.Array, count: jax.Array, queries: jax.Array) -> jax.Array:
+    """``[Q, 2]`` queries → ``[Q]`` bool: whether each key is among the first ``count``.
+
+    Binary search on lane 0, then both lanes compared at the first two slots
+    with that lane-0 value (three earlier positions sharing 32 bits of hash is
+    a 1e-11-per-game event, far below any other source of error).
+    """
+    h = keys.shape[0]
+    at = jnp.searchsorted(keys[:, 0], queries[:, 0], side="left")
+    found = jnp.zeros(queries.shape[0], bool)
+    for offset in (0, 1):
+        slot = jnp.minimum(at + offset, h - 1)
+        hit = jnp.all(keys[slot] == queries, axis=-1) & (at + offset < count)
+        found = found | hit
+    return found
+
+
+# ----------------------------------------------------------------------------
+# Public API.
+
+
+def new_game(
+    size: int = 19,
+    *,
+    komi: float | jax.Array = 7.5,
+    rules: str | Rules = "tromp-taylor",
+    max_moves: int | None = None,
+    history: int = 7,
+    board: jax.Array | np.ndarray | None = None,
+    to_play: int | jax.Array = BLACK,
+) -> GoState:
+    """A new game.
+
+    Args:
+      size: board side, 2..19 (static).
+      komi: points given to White (may be traced).
+      rules: a preset name (``tromp-taylor``, ``chinese``, ``chinese-ogs``,
+        ``aga``, ``new-zealand``) or a :class:`Rules` (static).
+      max_moves: move cap after which the game ends (passes count); default
+        ``2 * size * size``, as pgx uses (static).
+      history: how many past boards to keep for input features (7 gives
+        AlphaGo Zero's 8 positions; static).
+      board: optional ``[size*size]`` setup stones (+1 black, -1 white),
+        e.g. handicap stones from :func:`handicap_points`. Chains without
+        liberties are not removed: a setup position must be legal.
+      to_play: who moves first (+1 black, -1 white); White after handicap.
+
+    Returns:
+      The state before the first move.
+    """
+    _validate_size(size)
+    rules = get_rules(rules)
+    if max_moves is None:
+        max_moves = 2 * size * size
+    if max_moves < 1 or history < 0:
+        raise ValueError(f"need max_moves >= 1 and history >= 0, got {max_moves}, {history}")
+    p = size * size
+    if board is None:
+        stones = jnp.zeros(p, jnp.int8)
+    else:
+        stones = jnp.asarray(board, jnp.int8).reshape(p)
+    num_keys = max_moves + 1 if rules.superko else 0
+    state = GoState(
+        board=stones,
+        chain=jnp.full(p, p, jnp.int16),
+        liberties=jnp.zeros(p, jnp.int16),
+        to_play=jnp.asarray(to_play, jnp.int8),
+        ko=jnp.asarray(-1, jnp.int16),
+        move_number=jnp.asarray(0, jnp.int32),
+        passes=jnp.asarray(0, jnp.int8),
+        terminated=jnp.asarray(False),
+        komi=jnp.asarray(komi, jnp.float32),
+        captures=jnp.zeros(2, jnp.int16),
+        zobrist=jnp.zeros(2, jnp.uint32),
+        superko_keys=jnp.full((num_keys, 2), _UNUSED_KEY, jnp.uint32),
+        superko_count=jnp.asarray(0, jnp.int32),
+        past_boards=jnp.zeros((history, p), jnp.int8),
+        recent_moves=jnp.full(RECENT_MOVES, -1, jnp.int16),
+        rules=rules,
+        max_moves=max_moves,
+    )
+    return set_board(state, stones)
+
+
+def set_board(state: GoState, board: jax.Array) -> GoState:
+    """Replace the stones (setup, as SGF's AB/AW/AE), keeping the move history.
+
+    Chains, liberties and the hash are recomputed; the ko ban is cleared and
+    the new position is remembered for superko.
+    """
+    size = state.size
+    board = jnp.asarray(board, jnp.int8).reshape(size * size)
+    chain = _label_chains(board, size)
+    zobrist = position_hash(board)
+    keys, count = _insert_sorted(
+        state.superko_keys,
+        state.superko_count,
+        _superko_key(zobrist, state.to_play, state.rules, size),
+    )
+    return state.replace(
+        board=board,
+        chain=chain,
+        liberties=_count_liberties(board, chain, size),
+        ko=jnp.asarray(-1, jnp.int16),
+        zobrist=zobrist,
+        superko_keys=keys,
+        superko_count=count,
+    )
+
+
+def play(state: GoState, action: jax.Array | int) -> GoState:
+    """Play ``action`` (``row * size + col``, or ``size * size`` to pass) for ``state.to_play``.
+
+    The move must be legal (see :func:`legal_moves`); an illegal move gives an
+    unspecified position. Playing on a terminated game returns it unchanged.
+    Captures, the ko point, suicide under rules that allow it, the superko
+    history, pass counting and the end of the game are all handled here.
+    """
+    size = state.size
+    p = size * size
+    rules = state.rules
+    action = jnp.asarray(action, jnp.int32)
+    is_pass = action == p
+    point = jnp.clip(action, 0, p - 1)
+    me = state.to_play
+    them = -me
+
+    # The four neighbours of the played point and the chains they belong to.
+    nbrs = jnp.asarray(neighbor_table(size))[point]  # [4]
+    nb_color = jnp.append(state.board, jnp.int8(_OFF_BOARD))[nbrs]
+    nb_chain = jnp.append(state.chain, jnp.int16(p))[nbrs]
+    nb_libs = jnp.append(state.liberties, jnp.int16(0))[nb_chain]
+    capturing = (nb_color == them) & (nb_libs == 1) & ~is_pass  # [4]
+    joining = (nb_color == me) & ~is_pass  # [4]
+    # No liberty left after the move: nothing captured, no empty neighbour, and
+    # every friendly neighbour chain had the played point as its last liberty.
+    suicide = (
+        ~is_pass
+        & ~jnp.any(nb_color == EMPTY)
+        & ~jnp.any(capturing)
+        & jnp.all(~joining | (nb_libs == 1))
+    )
+
+    def member_of(selected):  # [4] → [P]: stones of the selected neighbour chains
+        hit = selected[:, None] & (state.chain[None, :] == nb_chain[:, None])
+        return jnp.any(hit, axis=0)
+
+    captured = member_of(capturing) & (state.board == them)
+    is_point = jnp.arange(p) == point
+    merged = member_of(joining) | (is_point & ~is_pass)
+    removed_own = merged & suicide & (state.board == me)
+
+    board = jnp.where(captured, EMPTY, state.board)
+    board = jnp.where(merged, jnp.where(suicide, EMPTY, me), board).astype(jnp.int8)
+    chain = jnp.where(merged, point, state.chain)
+    chain = jnp.where(board == EMPTY, p, chain).astype(jnp.int16)
+    liberties = _count_liberties(board, chain, size)
+
+    # Simple ko: one stone captured by a lone stone that is left in atari.
+    num_captured = jnp.sum(captured, dtype=jnp.int32)
+    lone = ~jnp.any(joining)
+    ko = jnp.where(
+        (num_captured == 1) & lone & (liberties[point] == 1),
+        jnp.argmax(captured),
+        -1,
+    ).astype(jnp.int16)
+
+    # Incremental hash: add the placed stone, subtract what left the board.
+    keys, _ = zobrist_keys(size)
+    mine = jnp.where(me == BLACK, keys[0], keys[1])  # [P, 2]
+    theirs = jnp.where(me == BLACK, keys[1], keys[0])
+    zero = jnp.zeros((), jnp.uint32)
+    placed = ~is_pass & ~suicide
+    zobrist = (
+        state.zobrist
+        + jnp.where(placed, mine[point], zero)
+        - jnp.sum(jnp.where(captured[:, None], theirs, zero), axis=0, dtype=jnp.uint32)
+        - jnp.sum(jnp.where(removed_own[:, None], mine, zero), axis=0, dtype=jnp.uint32)
+    )
+    superko_keys, superko_count = _insert_sorted(
+        state.superko_keys, state.superko_count, _superko_key(zobrist, them, rules, size)
+    )
+
+    num_removed_own = jnp.sum(removed_own, dtype=jnp.int16)
+    captures = state.captures + jnp.where(
+        me == BLACK,
+        jnp.stack([num_captured.astype(jnp.int16), num_removed_own]),
+        jnp.stack([num_removed_own, num_captured.astype(jnp.int16)]),
+    )
+    passes = jnp.where(is_pass, state.passes + 1, 0).astype(jnp.int8)
+    move_number = state.move_number + 1
+    past_boards = jnp.concatenate([state.board[None], state.past_boards[:-1]])[
+        : state.past_boards.shape[0]
+    ]
+    recent_moves = jnp.concatenate([action.astype(jnp.int16)[None], state.recent_moves[:-1]])
+
+    new = state.replace(
+        board=board,
+        chain=chain,
+        liberties=liberties,
+        to_play=them,
+        ko=ko,
+        move_number=move_number,
+        passes=passes,
+        terminated=(passes >= 2) | (move_number >= state.max_moves),
+        captures=captures,
+        zobrist=zobrist,
+        superko_keys=superko_keys,
+        superko_count=superko_count,
+        past_boards=past_boards,
+        recent_moves=recent_moves,
+    )
+    return jax.tree.map(lambda old, nxt: jnp.where(state.terminated, old, nxt), state, new)
+
+
+def legal_moves(state: GoState) -> jax.Array:
+    """``[P + 1]`` bool: the moves ``state.to_play`` may make; the last entry is pass.
+
+    Excludes occupied points, suicide the rules forbid (single-stone suicide
+    always), the simple-ko point, and, under positional or situational
+    superko, every move that would recreate an earlier position. Pass is
+    always legal; a terminated game has no legal move.
+    """
+    size = state.size
+    p = size * size
+    rules = state.rules
+    me = state.to_play
+    them = -me
+
+    libs_at = jnp.append(state.liberties, jnp.int16(0))[state.chain]  # [P]
+    nb_color = _neighbors(state.board, size, _OFF_BOARD)  # [4, P]
+    nb_libs = _neighbors(libs_at, size, 0)
+    mine = nb_color == me
+    theirs = nb_color == them
+    has_empty = jnp.any(nb_color == EMPTY, axis=0)
+    safe_join = jnp.any(mine & (nb_libs >= 2), axis=0)
+    captures = jnp.any(theirs & (nb_libs == 1), axis=0)
+    suicide = ~has_empty & ~safe_join & ~captures
+    allowed_suicide = jnp.any(mine, axis=0) if rules.multi_stone_suicide else False
+    legal = (state.board == EMPTY) & (~suicide | allowed_suicide)
+    legal = legal & (jnp.arange(p) != state.ko)
+
+    if rules.superko:
+        legal = legal & ~_superko_banned(state, nb_color, nb_libs, suicide)
+
+    legal = jnp.append(legal, True)
+    return legal & ~state.terminated
+
+
+def _superko_banned(state: GoState, nb_color, nb_libs, suicide) -> jax.Array:
+    """``[P]`` bool: moves whose resulting position (or situation) occurred before."""
+    size = state.size
+    p = size * size
+    me = state.to_play
+    keys, _ = zobrist_keys(size)
+    zero = jnp.zeros((), jnp.uint32)
+
+    # Key sum of every chain, then for each candidate the sums of the distinct
+    # neighbour chains it would capture (or, for a suicide, remove).
+    chain_sum = (
+        jnp.zeros((p + 1, 2), jnp.uint32)
+        .at[state.chain]
+        .add(_stone_keys(state.board, size), mode="promise_in_bounds")
+    )
+    nb_chain = _neighbors(state.chain, size, p)
+    nb_sum = _neighbors(chain_sum[state.chain], size, 0)  # [4, P, 2]
+    first = _first_occurrence(nb_chain)
+    capture_k = (nb_color == -me) & (nb_libs == 1) & first
+    own_k = (nb_color == me) & first
+    captured_sum = jnp.sum(jnp.where(capture_k[..., None], nb_sum, zero), axis=0, dtype=jnp.uint32)
+    own_sum = jnp.sum(jnp.where(own_k[..., None], nb_sum, zero), axis=0, dtype=jnp.uint32)
+    mine = jnp.where(me == BLACK, keys[0], keys[1])
+    after = jnp.where(
+        suicide[:, None],
+        state.zobrist - own_sum,
+        state.zobrist + mine - captured_sum,
+    )
+    after = _superko_key(after, -me, state.rules, size)
+    return _contains(state.superko_keys, state.superko_count, after)
+
+
+def _reaches(board: jax.Array, color: int, size: int) -> jax.Array:
+    """``[P]`` bool: points of ``color`` and empty points connected to one through empty points."""
+    empty = board == EMPTY
+
+    def grow(reached):
+        near = jnp.any(_neighbors(reached, size, False), axis=0)
+        return reached | (empty & near)
+
+    start = board == color
+    reached, _ = jax.lax.while_loop(
+        lambda carry: jnp.any(carry[0] != carry[1]),
+        lambda carry: (grow(carry[0]), carry[0]),
+        (grow(start), start),
+    )
+    return reached
+
+
+def area(state: GoState) -> jax.Array:
+    """``[2]`` int32: Tromp-Taylor area of Black and White.
+
+    A player's area is their stones plus the empty points that reach only
+    their stones. Every stone on the board counts as alive.
+    """
+    size = state.size
+    black = _reaches(state.board, BLACK, size)
+    white = _reaches(state.board, WHITE, size)
+    return jnp.stack(
+        [
+            jnp.sum(black & ~white, dtype=jnp.int32),
+            jnp.sum(white & ~black, dtype=jnp.int32),
+        ]
+    )
+
+
+def score(state: GoState) -> jax.Array:
+    """``[]`` float32: Black's Tromp-Taylor margin, area(Black) - area(White) - komi."""
+    black, white = area(state)
+    return (black - white).astype(jnp.float32) - state.komi
+
+
+def winner(state: GoState) -> jax.Array:
+    """``[]`` int8: +1 if Black wins on the area count, -1 if White does, 0 for a tie."""
+    return jnp.sign(score(state)).astype(jnp.int8)
+
+
+def handicap_points(size: int, stones: int) -> list[int]:
+    """GTP ``fixed_handicap`` placement: the points for ``stones`` handicap stones.
+
+    Defined for 2..9 stones on boards of side 7 or more (at most 4 on even
+    sides and side 7), as GTP specifies.
+    """
+    _validate_size(size)
+    if stones < 2 or stones > 9 or size < 7:
+        raise ValueError(f"fixed handicap needs 2..9 stones on a board of 7 or more, got {stones}")
+    if (size % 2 == 0 or size == 7) and stones > 4:
+        raise ValueError(f"at most 4 fixed handicap stones on {size}x{size}")
+    edge = 2 if size < 13 else 3
+    low, mid, high = edge, size // 2, size - 1 - edge
+
+    def at(row, col):
+        return row * size + col
+
+    # GTP order on 19x19: D4 Q16 D16 Q4, then D10 Q10, then K4 K16; K10 for odd counts.
+    corners = [at(high, low), at(low, high), at(low, low), at(high, high)]
+    sides = [at(mid, low), at(mid, high), at(high, mid), at(low, mid)]
+    tengen = at(mid, mid)
+    if stones <= 4:
+        return corners[:stones]
+    if stones == 5:
+        return corners + [tengen]
+    if stones == 6:
+        return corners + sides[:2]
+    if stones == 7:
+        return corners + sides[:2] + [tengen]
+    if stones == 8:
+        return corners + sides
+    return corners + sides + [tengen]
