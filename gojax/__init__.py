@@ -31,9 +31,30 @@ from gojax._coords import (
     pass_action,
     sgf_to_action,
 )
+from gojax._features import AGZ_PLANES, agz_planes
+from gojax._replay import replay
 from gojax._rules import RULE_PRESETS, Rules, get_rules
+from gojax._symmetry import (
+    NUM_SYMMETRIES,
+    inverse_symmetry,
+    symmetric_point,
+    transform_action,
+    transform_board,
+    transform_planes,
+    transform_policy,
+)
 
 __all__ = [
+    "AGZ_PLANES",
+    "NUM_SYMMETRIES",
+    "agz_planes",
+    "inverse_symmetry",
+    "replay",
+    "symmetric_point",
+    "transform_action",
+    "transform_board",
+    "transform_planes",
+    "transform_policy",
     "BLACK",
     "EMPTY",
     "RULE_PRESETS",

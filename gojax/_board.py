@@ -106,7 +106,7 @@ def neighbor_table(size: int) -> np.ndarray:
 
 @functools.cache
 def zobrist_keys(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``([2, P, 2] uint32, [2] uint32)``: keys for (black, white) × point × lane, and White-to-play.
+    """``([2, P, 2] uint32, [2] uint32)``: keys per (black, white) × point × lane; White to play.
 
     Drawn from a fixed seed so that hashes are the same in every process.
     """

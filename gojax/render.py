@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from gojax._coords import GTP_COLUMNS, MAX_SIZE, action_to_gtp
 
-__all__ = ["board_to_svg", "board_to_text", "save_svg"]
+__all__ = ["board_to_svg", "board_to_text", "save_svg", "state_to_svg", "state_to_text"]
 
 MIN_SIZE = 2
 HEATMAP_KINDS = ("ownership", "policy")
@@ -480,3 +480,25 @@ def save_svg(svg: str, path: str | os.PathLike) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def state_to_text(state) -> str:
+    """Showboard of a :class:`gojax.GoState` (to play, komi, move, last move, captures)."""
+    last = int(state.recent_moves[0])
+    return board_to_text(
+        np.asarray(state.board),
+        size=state.size,
+        to_play=int(state.to_play),
+        last_move=last if last >= 0 else None,
+        ko=int(state.ko),
+        komi=float(state.komi),
+        move_number=int(state.move_number),
+        captures=tuple(int(x) for x in np.asarray(state.captures)),
+    )
+
+
+def state_to_svg(state, **options) -> str:
+    """SVG of a :class:`gojax.GoState`; ``options`` as for :func:`board_to_svg`."""
+    last = int(state.recent_moves[0])
+    options.setdefault("last_move", last if 0 <= last < state.size**2 else None)
+    return board_to_svg(np.asarray(state.board), size=state.size, **options)

@@ -1,0 +1,109 @@
+"""Between game records (SGF) and board states."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gojax import sgf
+from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play, set_board
+from gojax._coords import action_to_gtp
+from gojax._rules import RULE_PRESETS, get_rules
+
+DEFAULT_RULES = "tromp-taylor"
+
+
+def rules_of_record(record: sgf.GameRecord, default: str = DEFAULT_RULES) -> str:
+    """The preset an SGF ``RU[]`` names (``"Chinese"`` → ``chinese``), or ``default``."""
+    if record.rules:
+        try:
+            return get_rules(record.rules).name
+        except ValueError:
+            pass
+    return default
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+def state_at(
+    record: sgf.GameRecord, *, move: int | None = None, rules: str | None = None
+) -> GoState:
+    """The position after ``move`` moves of ``record`` (all of them by default).
+
+    Setup stones (root and later ``AB``/``AW``/``AE``) are applied; a move by
+    the player who is not to move (e.g. handicap stones given as moves) sets
+    the player first, as GTP engines do. Raises ValueError naming the move if
+    a move is illegal under the rules, or if the size is unsupported.
+    """
+    rules = rules or rules_of_record(record)
+    if rules not in RULE_PRESETS:
+        rules = get_rules(rules).name
+    size = record.size
+    total = len(record.moves)
+    if move is None:
+        move = total
+    if not 0 <= move <= total:
+        raise ValueError(f"move {move} is out of range: the game has {total} moves")
+    board = np.zeros(size * size, np.int8)
+    board[list(record.setup_black)] = BLACK
+    board[list(record.setup_white)] = WHITE
+    first = BLACK
+    if record.to_play in ("B", "W"):
+        first = BLACK if record.to_play == "B" else WHITE
+    elif record.setup_black and not record.setup_white and record.handicap > 1:
+        first = WHITE
+    max_moves = max(2 * size * size, total + 1)
+    state = new_game(
+        size, komi=record.komi, rules=rules, max_moves=max_moves, board=board, to_play=first
+    )
+    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
+    played = 0
+    for node in record.nodes:
+        if played == move:
+            break
+        if node.add_black or node.add_white or node.add_empty:
+            stones = np.array(state.board)
+            stones[list(node.add_black)] = BLACK
+            stones[list(node.add_white)] = WHITE
+            stones[list(node.add_empty)] = 0
+            state = set_board(state, jnp.asarray(stones))
+        if node.color is None:
+            continue
+        colour = BLACK if node.color == "B" else WHITE
+        if int(state.to_play) != colour:
+            state = state.replace(to_play=jnp.asarray(colour, jnp.int8), ko=jnp.int16(-1))
+        if not bool(legal_fn(state)[node.action]):
+            vertex = action_to_gtp(node.action, size)
+            raise ValueError(
+                f"move {played + 1} ({node.color} {vertex}) is illegal under {rules} rules"
+            )
+        state = play_fn(state, node.action)
+        played += 1
+    return state
+
+
+def record_from_actions(
+    actions, *, size: int, komi: float, rules: str, result: str | None = None, **info
+) -> sgf.GameRecord:
+    """A game record of ``actions`` played alternately from the empty board, Black first."""
+    nodes = [
+        sgf.Node(color="B" if i % 2 == 0 else "W", action=int(a)) for i, a in enumerate(actions)
+    ]
+    return sgf.GameRecord(
+        size=size, komi=float(komi), rules=rules, result=result, nodes=nodes, **info
+    )
+
+
+def result_string(margin: float) -> str:
+    """SGF ``RE[]`` text for Black's margin: ``B+3.5``, ``W+0.5``, ``0`` for a tie."""
+    if margin > 0:
+        return f"B+{margin:g}"
+    if margin < 0:
+        return f"W+{-margin:g}"
+    return "0"

@@ -1,0 +1,260 @@
+"""The ``gojax`` command: thin subcommands over library functions.
+
+Each subcommand parses its flags and calls one library function that tests
+call directly; errors in the user's input are reported in one line, never as
+a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+def _enable_compilation_cache() -> None:
+    """Keep compiled XLA programs between runs (a repeat run starts in seconds)."""
+    import jax
+
+    cache = os.environ.get("GOJAX_CACHE", str(Path.home() / ".cache" / "gojax" / "xla"))
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+# ----------------------------------------------------------------------------
+# gojax show
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from gojax import _game, render, sgf
+    from gojax._board import area
+
+    record = sgf.load(args.file)
+    if not 2 <= record.size <= 19:
+        raise ValueError(f"{args.file}: board size {record.size} is not supported (2..19)")
+    state = _game.state_at(record, move=args.move, rules=args.rules)
+    print(render.state_to_text(state))
+    black, white = (int(x) for x in area(state))
+    margin = black - white - float(state.komi)
+    rules = state.rules.name
+    print(f"Rules {rules}; Tromp-Taylor area: Black {black}, White {white}")
+    print(f"Score with komi: {_game.result_string(margin)}")
+    if record.result:
+        print(f"Recorded result: {record.result}")
+    if args.svg:
+        title = f"{Path(args.file).name}, move {int(state.move_number)}"
+        render.save_svg(render.state_to_svg(state, title=title), args.svg)
+        print(f"Wrote {args.svg}")
+    return 0
+
+
+# ----------------------------------------------------------------------------
+# gojax selfplay-random
+
+
+def cmd_selfplay_random(args: argparse.Namespace) -> int:
+    import numpy as np
+    from tqdm import tqdm
+
+    from gojax import _game, render, sgf
+    from gojax._random_play import play_random_games
+
+    bar = None
+
+    def progress(finished: int, moves: int) -> None:
+        nonlocal bar
+        if bar is None:  # created after compilation, so its rate and ETA are honest
+            bar = tqdm(total=args.games, unit="game", disable=args.quiet, dynamic_ncols=True)
+        bar.update(finished - bar.n)
+        bar.set_postfix(moves=moves, refresh=False)
+
+    result = play_random_games(
+        args.size,
+        args.games,
+        batch=args.batch,
+        rules=args.rules,
+        komi=args.komi,
+        max_moves=args.max_moves,
+        seed=args.seed,
+        progress=progress,
+    )
+    if bar is not None:
+        bar.close()
+    n = result.games
+    rows = [
+        ("board", f"{result.size}x{result.size}, {result.rules}, komi {result.komi:g}"),
+        ("games", f"{n} in {result.seconds:.2f} s ({result.games_per_second:,.1f} games/s)"),
+        ("moves", f"{result.moves:,} ({result.moves_per_second:,.0f} moves/s)"),
+        ("mean game length", f"{result.mean_length:.1f} moves ({result.capped} hit the cap)"),
+        ("Black wins", f"{result.black_wins} ({100 * result.black_wins / n:.1f}%)"),
+        ("White wins", f"{result.white_wins} ({100 * result.white_wins / n:.1f}%)"),
+        ("draws", f"{result.draws} ({100 * result.draws / n:.1f}%)"),
+        ("mean margin (Black)", f"{float(np.mean(result.margins)):+.2f}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+    def record_of(i: int) -> sgf.GameRecord:
+        actions = result.actions[i][result.actions[i] >= 0]
+        return _game.record_from_actions(
+            actions,
+            size=result.size,
+            komi=result.komi,
+            rules=result.rules,
+            result=_game.result_string(float(result.margins[i])),
+            player_black="random",
+            player_white="random",
+        )
+
+    if args.svg:
+        margin = float(result.margins[0])
+        svg = render.board_to_svg(
+            result.final_boards[0],
+            size=result.size,
+            title=f"random game 1: {_game.result_string(margin)} ({int(result.lengths[0])} moves)",
+        )
+        render.save_svg(svg, args.svg)
+        print(f"Wrote the final position of game 1 to {args.svg}")
+    if args.sgf_dir:
+        folder = Path(args.sgf_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(n):
+            sgf.save(record_of(i), folder / f"random-{i:06d}.sgf")
+        print(f"Wrote {n} SGF files to {folder}")
+    if args.json:
+        summary = {
+            "size": result.size,
+            "rules": result.rules,
+            "komi": result.komi,
+            "games": n,
+            "batch": min(args.batch, n),
+            "seconds": result.seconds,
+            "games_per_second": result.games_per_second,
+            "moves_per_second": result.moves_per_second,
+            "mean_length": result.mean_length,
+            "black_wins": result.black_wins,
+            "white_wins": result.white_wins,
+            "draws": result.draws,
+        }
+        _write_text_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+# ----------------------------------------------------------------------------
+# gojax verify-rules
+
+
+def cmd_verify_rules(args: argparse.Namespace) -> int:
+    from gojax._verify import verify_rules_file
+
+    failures = 0
+
+    def report(check) -> None:
+        nonlocal failures
+        status = "ok" if not check.disagreements else f"{len(check.disagreements)} DISAGREEMENTS"
+        print(
+            f"game {check.game_id} (line {check.index}): {check.size}x{check.size} "
+            f"{check.rules}, {check.num_moves} moves: {status}; "
+            f"Tromp-Taylor B {check.black_area} W {check.white_area} komi {check.komi:g} "
+            f"→ {'B' if check.margin > 0 else 'W' if check.margin < 0 else 'draw'}"
+            f"{'+' + format(abs(check.margin), 'g') if check.margin else ''}",
+            flush=True,
+        )
+        for problem in check.disagreements:
+            print(f"    {problem}")
+        failures += len(check.disagreements)
+
+    checks = verify_rules_file(args.file, report)
+    plies = sum(check.num_moves for check in checks)
+    print(f"{len(checks)} games, {plies} plies checked: {failures} disagreements")
+    return 1 if failures else 0
+
+
+# ----------------------------------------------------------------------------
+
+
+def _write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    import tempfile
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gojax._rules import RULE_PRESETS
+
+    parser = argparse.ArgumentParser(
+        prog="gojax", description="Go in JAX: exact batched rules, search, training, evaluation."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    show = commands.add_parser("show", help="print (and draw) a position from an SGF file")
+    show.add_argument("file", help="an SGF file")
+    show.add_argument("--move", type=int, help="show the position after this many moves")
+    show.add_argument("--svg", help="also write the position as an SVG picture")
+    show.add_argument("--rules", choices=sorted(RULE_PRESETS), help="override the SGF's RU[]")
+    show.set_defaults(run=cmd_show)
+
+    random_play = commands.add_parser(
+        "selfplay-random", help="play batched random games and report speed and results"
+    )
+    random_play.add_argument("--size", type=int, default=9, help="board side (2..19)")
+    random_play.add_argument("--games", type=_positive, default=1000)
+    random_play.add_argument("--batch", type=_positive, default=256, help="games played at once")
+    random_play.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
+    random_play.add_argument("--komi", type=float, default=7.5)
+    random_play.add_argument("--max-moves", type=_positive, help="move cap (default 2*size^2)")
+    random_play.add_argument("--seed", type=int, default=0)
+    random_play.add_argument("--svg", help="write the final position of the first game here")
+    random_play.add_argument("--sgf-dir", help="write every game as SGF into this folder")
+    random_play.add_argument("--json", help="write the summary as JSON here")
+    random_play.add_argument("--quiet", action="store_true", help="no progress bar")
+    random_play.set_defaults(run=cmd_selfplay_random)
+
+    verify = commands.add_parser(
+        "verify-rules", help="replay recorded games and compare legality with the record"
+    )
+    verify.add_argument("file", help="JSON lines: size, komi, rules, moves, illegal_empty, ...")
+    verify.set_defaults(run=cmd_verify_rules)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from gojax.sgf import SGFError
+
+    _enable_compilation_cache()
+    try:
+        return args.run(args)
+    except (SGFError, ValueError, OSError) as err:
+        print(f"gojax {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"gojax {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
