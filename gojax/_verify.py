@@ -1,9 +1,14 @@
 """Checking our rules against games recorded by another engine (KataGo's verdicts).
 
-The file format is one JSON object per line with ``size``, ``komi``,
-``rules``, ``moves`` (``[colour, GTP vertex]`` pairs), ``illegal_empty``
-(before each move, the empty points where the player to move may not play)
-and ``final_board`` (``size`` strings, top line first, ``X``/``O``/``.``).
+Two formats, one JSON object per line, both with ``size``, ``komi``,
+``rules`` and ``moves`` (``[colour, GTP vertex]`` pairs):
+
+* recorded games: ``illegal_empty`` (before each move, the empty points where
+  the player to move may not play) and ``final_board`` (``size`` strings, top
+  line first, ``X``/``O``/``.``);
+* evaluated positions: ``katago.policy`` (``size * size`` entries, top line
+  first, ``null`` where the move is illegal for the player to move), checked
+  against our legal set after the moves.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import BLACK, WHITE, area, new_game
+from gojax._board import BLACK, WHITE, area, legal_moves, new_game
 from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._replay import replay
 
@@ -98,6 +103,18 @@ def check_game(game: dict, index: int = 0) -> GameCheck:
         if not np.array_equal(expected, got):
             diff = [action_to_gtp(int(a), size) for a in np.flatnonzero(expected != got)]
             problems.append(f"final board differs at {diff}")
+    policy = game.get("katago", {}).get("policy") if isinstance(game.get("katago"), dict) else None
+    if policy is not None:
+        if len(policy) != size * size:
+            raise ValueError(f"katago.policy has {len(policy)} entries, expected {size * size}")
+        legal_after = np.asarray(legal_moves(final))[:-1]
+        theirs = np.array([value is not None for value in policy])
+        for point in np.flatnonzero(legal_after != theirs):
+            verdict = "legal" if legal_after[point] else "illegal"
+            problems.append(
+                f"after the moves: {action_to_gtp(int(point), size)} is {verdict} for us, "
+                f"not for the record"
+            )
     black, white = (int(x) for x in np.asarray(area(final)))
     return GameCheck(
         index=index,
