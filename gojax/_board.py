@@ -461,13 +461,14 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
     return jax.tree.map(lambda old, nxt: jnp.where(state.terminated, old, nxt), state, new)
 
 
-def legal_moves(state: GoState) -> jax.Array:
+def legal_moves(state: GoState, *, superko: bool = True) -> jax.Array:
     """``[P + 1]`` bool: the moves ``state.to_play`` may make; the last entry is pass.
 
     Excludes occupied points, suicide the rules forbid (single-stone suicide
     always), the simple-ko point, and, under positional or situational
     superko, every move that would recreate an earlier position. Pass is
-    always legal; a terminated game has no legal move.
+    always legal; a terminated game has no legal move. ``superko=False``
+    leaves the superko bans out (static).
     """
     size = state.size
     p = size * size
@@ -490,11 +491,22 @@ def legal_moves(state: GoState) -> jax.Array:
     legal = (board == EMPTY) & (~suicide | allowed_suicide)
     legal = legal.reshape(-1) & (jnp.arange(p) != state.ko)
 
-    if rules.superko:
+    if rules.superko and superko:
         legal = legal & ~_superko_banned(state, nb_color, nb_libs, suicide.reshape(-1))
 
     legal = jnp.append(legal, True)
     return legal & ~state.terminated
+
+
+def repetition_bans(state: GoState) -> jax.Array:
+    """``[P]`` bool: points banned only by repetition — the simple-ko point plus superko bans.
+
+    These are the empty points that would be legal but for ko (KataGo's input
+    plane 6: ``ko_loc`` and ``superKoBanned``).
+    """
+    ignoring_repetition = legal_moves(state.replace(ko=jnp.asarray(-1, jnp.int16)), superko=False)
+    legal = legal_moves(state)
+    return ignoring_repetition[:-1] & ~legal[:-1] & ~state.terminated
 
 
 def _superko_banned(state: GoState, nb_color, nb_libs, suicide) -> jax.Array:
