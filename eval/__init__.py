@@ -1,0 +1,1 @@
+"""Arena, ratings, sweeps, GTP and analysis engines (to come)."""

@@ -1,0 +1,1 @@
+"""Self-play, replay, the learner, checkpoints and supervised learning (to come)."""
