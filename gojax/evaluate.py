@@ -1,0 +1,154 @@
+"""Batched network evaluation of Go positions: features, symmetry, net, post-processing.
+
+``evaluate(net, variables, states)`` takes ``[B]`` stacked ``GoState`` (one
+board size and rule preset per batch) and returns KataGo's numbers, from
+White's view, for every position:
+
+* ``policy [B, P+1]``: move probabilities over legal moves, pass last;
+* ``white_win``, ``white_loss``, ``no_result``, ``white_lead``,
+  ``white_score_selfplay``, ``score_stdev`` ... ``[B]``;
+* ``white_ownership [B, P]`` in [-1, 1];
+* ``value [B]``: ``white_win - white_loss`` seen by the player to move
+  (``+1`` a sure win for the player to move), what tree search backs up.
+
+Symmetry (``symmetry=``): an int 0..7 evaluates every position under that
+board symmetry (KataGo numbering, see ``gojax.transform_planes``) and maps the
+outputs back; ``"random"`` draws one per position from ``key``; ``"average"``
+evaluates all 8 and averages the post-processed outputs (probabilities,
+values, ownership), as KataGo does when it averages symmetries.
+
+Everything is jittable; ``net``, ``version`` and ``symmetry`` are static:
+
+>>> model = load_model("g170-b6c96.bin.gz")                  # doctest: +SKIP
+>>> run = make_evaluator(model, symmetry="average")          # doctest: +SKIP
+>>> out = run(model.variables, states)                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from gojax._board import GoState, legal_moves
+from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, transform_board, transform_planes
+from gojax.katago_features import katago_inputs
+from gojax.katago_outputs import postprocess
+from gojax.nn import KataGoNet
+
+SYMMETRY_MODES = ("random", "average")
+
+# Outputs that are maps over the board and must be mapped back through the symmetry.
+_BOARD_OUTPUTS = ("policy_logits", "ownership")
+
+
+def check_symmetry(symmetry: int | str) -> int | str:
+    """Validate a ``symmetry`` argument: an int 0..7, ``"random"`` or ``"average"``."""
+    if isinstance(symmetry, str):
+        if symmetry not in SYMMETRY_MODES:
+            raise ValueError(f"symmetry must be 0..7, 'random' or 'average', not {symmetry!r}")
+        return symmetry
+    if isinstance(symmetry, bool) or not 0 <= int(symmetry) < NUM_SYMMETRIES:
+        raise ValueError(f"symmetry must be 0..7, 'random' or 'average', not {symmetry!r}")
+    return int(symmetry)
+
+
+def batch_inputs(states: GoState) -> tuple[jax.Array, jax.Array]:
+    """KataGo inputs of ``[B]`` states: ``spatial [B, N, N, 22]``, ``global [B, 19]``."""
+    return jax.vmap(katago_inputs)(states)
+
+
+def _apply_net(
+    net: KataGoNet,
+    variables: Any,
+    spatial: jax.Array,
+    global_features: jax.Array,
+    symmetries: jax.Array,
+) -> dict[str, jax.Array]:
+    """Run ``net`` on inputs turned by per-position ``symmetries [B]``; outputs turned back."""
+    turned = jax.vmap(transform_planes)(spatial, symmetries)
+    raw = net.apply(variables, turned, global_features, train=False)
+    back = inverse_symmetry(symmetries)
+    out = dict(raw)
+    out["ownership"] = jax.vmap(transform_board)(raw["ownership"], back)
+    logits = raw["policy_logits"]
+    board = jax.vmap(transform_board)(logits[:, :-1], back)
+    out["policy_logits"] = jnp.concatenate([board, logits[:, -1:]], axis=-1)
+    return out
+
+
+def _tile8(x: jax.Array) -> jax.Array:
+    """``[B, ...]`` -> ``[8 * B, ...]``, the batch repeated once per symmetry."""
+    return jnp.tile(x, (NUM_SYMMETRIES,) + (1,) * (x.ndim - 1))
+
+
+def _postprocess(
+    raw: dict[str, jax.Array], states: GoState, legal: jax.Array, version: int
+) -> dict[str, jax.Array]:
+    out = postprocess(
+        raw,
+        legal,
+        states.to_play,
+        rules_ko_simple=states.rules.ko == "simple",
+        version=version,
+    )
+    white_value = out["white_win"] - out["white_loss"]
+    out["value"] = jnp.where(states.to_play == 1, -white_value, white_value)
+    return out
+
+
+def evaluate(
+    net: KataGoNet,
+    variables: Any,
+    states: GoState,
+    *,
+    version: int = 8,
+    symmetry: int | str = 0,
+    key: jax.Array | None = None,
+) -> dict[str, jax.Array]:
+    """Evaluate ``[B]`` positions; see the module docstring for the outputs.
+
+    Args:
+      net: a ``KataGoNet`` (for a loaded file, ``model.module()``).
+      variables: its ``{"params", "batch_stats"}``.
+      states: ``[B]`` stacked states of one board size and rule preset.
+      version: KataGo model version of the net (8, 9 or 10), static.
+      symmetry: 0..7, ``"random"`` (needs ``key``) or ``"average"``, static.
+      key: PRNG key for ``symmetry="random"``.
+    """
+    symmetry = check_symmetry(symmetry)
+    spatial, global_features = batch_inputs(states)
+    batch = spatial.shape[0]
+    # KataGo always allows pass, even in a finished game.
+    legal = jax.vmap(legal_moves)(states).at[:, -1].set(True)
+
+    if symmetry == "average":
+        spatial8 = _tile8(spatial)
+        global8 = _tile8(global_features)
+        syms = jnp.repeat(jnp.arange(NUM_SYMMETRIES, dtype=jnp.int32), batch)
+        raw = _apply_net(net, variables, spatial8, global8, syms)
+        states8 = jax.tree.map(_tile8, states)
+        outs = _postprocess(raw, states8, _tile8(legal), version)
+        mean = {k: v.reshape(NUM_SYMMETRIES, batch, *v.shape[1:]).mean(0) for k, v in outs.items()}
+        return mean
+
+    if symmetry == "random":
+        if key is None:
+            raise ValueError("symmetry='random' needs a PRNG key")
+        syms = jax.random.randint(key, (batch,), 0, NUM_SYMMETRIES, dtype=jnp.int32)
+    else:
+        syms = jnp.full((batch,), symmetry, jnp.int32)
+    raw = _apply_net(net, variables, spatial, global_features, syms)
+    return _postprocess(raw, states, legal, version)
+
+
+def make_evaluator(
+    model: Any, *, symmetry: int | str = 0, dtype: Any = jnp.float32
+) -> Callable[..., dict[str, jax.Array]]:
+    """A jitted ``run(variables, states, key=None)`` for a loaded ``KataGoModel``."""
+    net = model.module(dtype=dtype)
+    fn = functools.partial(evaluate, net, version=model.version, symmetry=check_symmetry(symmetry))
+    return jax.jit(fn)

@@ -1,0 +1,128 @@
+"""KataGo's input features for model version 8 (input version 7): 22 spatial, 19 global.
+
+Written for one :class:`gojax.GoState` and batched with ``jax.vmap``, like the
+rules. The meaning of every plane follows KataGo's ``fillRowV7``
+(``cpp/neuralnet/nninputs.cpp``); ``shared/reference/KATAGO_NOTES.md`` §3
+describes each in words. Everything here is from the point of view of the
+player to move ("pla"); "opp" is the other player.
+
+Spatial planes, ``[N, N, 22]``:
+  0 on board; 1/2 pla/opp stones; 3/4/5 stones whose chain has 1/2/3
+  liberties; 6 ko and superko bans; 7, 8 unused here (encore); 9..13 where the
+  last 5 moves were played (9 the most recent, by opp); 14 stones of chains
+  that are ladder-captured now, 15/16 the same one and two moves ago; 17 for
+  opp chains with two liberties that can be laddered, the liberties where
+  pla's first move starts the ladder; 18/19 area that is pla's/opp's by
+  KataGo's pass-alive and territory rules; 20, 21 unused (encore).
+
+Global features, ``[19]``:
+  0..4 the move 1..5 turns ago was a pass; 5 komi from pla's view / 20;
+  6, 7 ko rule; 8 multi-stone suicide legal; 9 territory scoring; 10, 11 tax;
+  12, 13 encore; 14 a pass now would end the game; 15, 16 playout doubling
+  advantage; 17 button; 18 the komi parity wave.
+
+Not modelled: KataGo's encore phases and territory scoring (no preset here
+uses them), the button, handicap compensation in komi (pass the komi you
+want), and the "Spight-like" pass repeat under simple ko.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from gojax._board import GoState, repetition_bans
+from gojax._ladders import ladder_features
+from gojax._pass_alive import area_ownership
+
+NUM_SPATIAL = 22
+NUM_GLOBAL = 19
+HISTORY_MOVES = 5
+
+
+def _komi_parity_wave(self_komi: jax.Array, area: int) -> jax.Array:
+    """Global 18: where komi sits between the integers a game on this board can end at."""
+    if area % 2 == 0:
+        floor = 2.0 * jnp.floor(self_komi / 2.0)
+    else:
+        floor = 2.0 * jnp.floor((self_komi - 1.0) / 2.0) + 1.0
+    delta = jnp.clip(self_komi - floor, 0.0, 2.0)
+    return jnp.where(delta < 0.5, delta, jnp.where(delta < 1.5, 1.0 - delta, delta - 2.0))
+
+
+def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
+    """``(spatial [N, N, 22], global [19])`` float32 inputs for the player to move."""
+    size = state.size
+    p = size * size
+    rules = state.rules
+    pla = state.to_play
+    opp = -pla
+    board = state.board
+    libs = jnp.append(state.liberties, jnp.int16(0))[state.chain]
+    stones = board != 0
+
+    # How many past moves the features may show. Under every preset but
+    # tromp-taylor a pass that would end the game is "friendly" and KataGo
+    # hides the history (and global 14) so that the net does not see the end.
+    pass_would_end = state.passes >= 1
+    friendly = rules.name != "tromp-taylor"
+    suppress = pass_would_end & friendly
+    max_turns = jnp.where(suppress, 0, jnp.where(state.terminated, 1, HISTORY_MOVES))
+    max_turns = jnp.minimum(max_turns, state.move_number)
+
+    ago = jnp.arange(HISTORY_MOVES)  # 0 = the last move
+    included = ago < max_turns
+    moves = state.recent_moves[:HISTORY_MOVES].astype(jnp.int32)
+    was_pass = included & (moves == p)
+    placed = included & (moves >= 0) & (moves < p)
+    move_planes = (jnp.arange(p)[None, :] == moves[:, None]) & placed[:, None]  # [5, P]
+
+    turns = jnp.sum(included)
+    history = state.past_boards
+    previous = jnp.where(turns >= 1, history[0], board) if history.shape[0] >= 1 else board
+    before_previous = (
+        jnp.where(turns >= 2, history[1], previous) if history.shape[0] >= 2 else previous
+    )
+    no_ko = jnp.asarray(-1, jnp.int16)
+    laddered, working = ladder_features(board, state.ko, pla)
+    laddered_1, _ = ladder_features(previous, no_ko, pla)
+    laddered_2, _ = ladder_features(before_previous, no_ko, pla)
+    area = area_ownership(board, multi_stone_suicide_legal=False)
+
+    zeros = jnp.zeros(p, bool)
+    spatial = jnp.stack(
+        [
+            jnp.ones(p, bool),
+            board == pla,
+            board == opp,
+            stones & (libs == 1),
+            stones & (libs == 2),
+            stones & (libs == 3),
+            repetition_bans(state),
+            zeros,
+            zeros,
+            *move_planes,
+            laddered,
+            laddered_1,
+            laddered_2,
+            working,
+            area == pla,
+            area == opp,
+            zeros,
+            zeros,
+        ],
+        axis=-1,
+    ).astype(jnp.float32)
+
+    limit = float(p + 20)
+    self_komi = jnp.clip(jnp.where(pla == 1, -state.komi, state.komi), -limit, limit)
+    ko_features = {"simple": (0.0, 0.0), "positional": (1.0, 0.5), "situational": (1.0, -0.5)}
+    ko_a, ko_b = ko_features[rules.ko]
+    glob = jnp.zeros(NUM_GLOBAL, jnp.float32)
+    glob = glob.at[0:HISTORY_MOVES].set(was_pass.astype(jnp.float32))
+    glob = glob.at[5].set(self_komi / 20.0)
+    glob = glob.at[6].set(ko_a).at[7].set(ko_b)
+    glob = glob.at[8].set(float(rules.multi_stone_suicide))
+    glob = glob.at[14].set((pass_would_end & ~suppress).astype(jnp.float32))
+    glob = glob.at[18].set(_komi_parity_wave(self_komi, p))
+    return spatial.reshape(size, size, NUM_SPATIAL), glob

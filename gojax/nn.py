@@ -1,0 +1,509 @@
+"""Flax networks: KataGo's residual net with global pooling, and AlphaGo Zero's net.
+
+Both take NHWC inputs and return a dict of raw (pre-softmax, pre-tanh) outputs.
+
+**KataGoNet** follows KataGo's architecture family (model versions 8-10, as
+in ``reference/KATAGO_NOTES.md`` section 2):
+
+* trunk: a ``k x k`` input conv plus the global inputs through a matmul, added
+  as a per-channel bias; pre-activation residual blocks, some of them
+  global-pooling blocks; a final BN + ReLU;
+* policy head: board logits from a 1x1 conv path biased by pooled features,
+  and a pass logit from the same pooled vector;
+* value head: 3 value logits ``[win, loss, noResult]``, the raw score outputs
+  and a 1x1-conv ownership map, all for the side to move.
+
+**Masking.** Spatial input plane 0 is 1 on the board and 0 elsewhere. Every
+BN is followed by ReLU and then multiplied by that mask; pooled means divide
+by the on-board area. Conv outputs and the residual stream are not masked
+(every consumer reads them through a masked BN), so one net serves every
+board size up to the tensor size: pad a smaller board into the top-left of
+a 19x19 tensor with plane 0 off the board, and the on-board outputs equal
+those of the exact-size tensor. Off-board policy and ownership values are
+garbage; the caller masks them (see ``gojax.katago_outputs``).
+
+**BatchNorm.** Every BN is a real ``flax.linen.BatchNorm`` with a scale and
+a bias (``train=True`` uses batch statistics over on-board points only and
+updates the ``batch_stats`` collection; ``train=False`` uses the running
+averages). A loaded KataGo net is already in inference form ``x*s + b``; it
+maps onto these layers as ``scale=s, bias=b, mean=0, var=1-eps``, so that
+``var + eps == 1`` and the layer computes ``x*s + b`` (see
+``gojax.katago_model``).
+
+Outputs (``B`` batch, ``H x W`` tensor, positions row-major from the top row):
+
+* ``policy_logits [B, H*W+1]``: board points, then pass;
+* ``value_logits [B, 3]``: win, loss, noResult for the side to move;
+* ``score [B, 4]`` (versions <= 8) or ``[B, 6]`` (versions >= 9): raw
+  ``[scoreMean, scoreStdev, lead, varTimeLeft, (stWinlossErr, stScoreErr)]``;
+* ``ownership [B, H*W]``: raw, side-to-move view (``tanh`` gives ownership).
+
+**AlphaGoZeroNet** is the dual-head net of Silver et al. 2017 ("Mastering the
+game of Go without human knowledge", Methods): 17 input planes, a 3x3 conv
+tower of residual blocks with BN, a 2-filter policy head and a 1-filter value
+head. It returns ``policy_logits [B, N*N+1]`` and ``value [B]`` in [-1, 1].
+
+Presets are ``functools.partial`` constructors in ``PRESETS``; their
+docstrings give parameter counts (``params`` only, BN statistics excluded;
+AlphaGo Zero counts at 19x19, since its dense layers depend on board size).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+ORDINARY = "ordinary"
+GPOOL = "gpool"
+BLOCK_KINDS = (ORDINARY, GPOOL)
+# BatchNorm epsilon of every net here (flax's default); loaded nets rely on it (var = 1 - eps).
+BN_EPSILON = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
+class KataGoConfig:
+    """Shape of a KataGo net (hashable, so it can be a Flax module attribute).
+
+    Attributes:
+      blocks: kind of each residual block in order, ``"ordinary"`` or ``"gpool"``.
+      trunk_channels: residual stream width ``C``.
+      mid_channels: inner width of ordinary blocks.
+      regular_channels: inner width of the regular path of gpool blocks.
+      gpool_channels: width of the pooled path of gpool blocks.
+      policy_channels: policy head conv width (``p1``).
+      policy_gpool_channels: policy head pooled-path width (``g1``).
+      value_channels: value head conv width (``v1``).
+      value_hidden: value head hidden layer width (``v2``).
+      score_channels: raw score outputs: 4 for model version 8, 6 for 9 and 10.
+      num_spatial: spatial input planes (22 for KataGo's input version 7).
+      num_global: global inputs (19 for input version 7).
+      initial_kernel: side of the first conv (5 in g170 nets).
+      block_kernel: side of the convs inside residual blocks (3).
+      bn_epsilon: BatchNorm epsilon.
+    """
+
+    blocks: tuple[str, ...]
+    trunk_channels: int
+    mid_channels: int
+    regular_channels: int
+    gpool_channels: int
+    policy_channels: int
+    policy_gpool_channels: int
+    value_channels: int
+    value_hidden: int
+    score_channels: int = 4
+    num_spatial: int = 22
+    num_global: int = 19
+    initial_kernel: int = 5
+    block_kernel: int = 3
+    bn_epsilon: float = BN_EPSILON
+
+    def __post_init__(self) -> None:
+        unknown = set(self.blocks) - set(BLOCK_KINDS)
+        if unknown:
+            raise ValueError(f"unknown block kinds {sorted(unknown)} (known: {BLOCK_KINDS})")
+        if self.score_channels not in (4, 6):
+            raise ValueError(f"score_channels must be 4 or 6, not {self.score_channels}")
+
+
+def _pool_inputs(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Sum over the board, mean and ``sqrt(area) - 14`` of a masked ``[B, H, W, C]`` map.
+
+    Returns ``mean [B, C]``, ``b = sqrt(area) - 14`` as ``[B, 1]``, and the
+    float32 ``x``. Pooling runs in float32 whatever the compute dtype.
+    """
+    x = x.astype(jnp.float32)
+    area = jnp.sum(mask.astype(jnp.float32), axis=(1, 2))  # [B, 1]
+    # An all-off-board row (batch padding) would divide by zero; its outputs are junk anyway.
+    area = jnp.maximum(area, 1.0)
+    mean = jnp.sum(x, axis=(1, 2)) / area
+    return mean, jnp.sqrt(area) - 14.0, x
+
+
+def global_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
+    """KataGo's gpool of a post-ReLU, masked map: ``[B, H, W, C] -> [B, 3C]``.
+
+    ``[mean, mean * (sqrt(area) - 14) / 10, max over on-board points]``,
+    channel-blocked. The size term lets one net adapt to the board size.
+    """
+    mean, b, x = _pool_inputs(x, mask)
+    # Off-board points get -1 so they never win the max (post-ReLU values are >= 0).
+    on_board = mask.astype(jnp.float32) > 0
+    maximum = jnp.max(jnp.where(on_board, x, -1.0), axis=(1, 2))
+    return jnp.concatenate([mean, mean * (b * 0.1), maximum], axis=-1)
+
+
+def value_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
+    """KataGo's value-head pooling: ``[B, H, W, C] -> [B, 3C]``.
+
+    ``[mean, mean * (sqrt(area) - 14) / 10, mean * ((sqrt(area) - 14)^2 / 100 - 0.1)]``.
+    """
+    mean, b, _ = _pool_inputs(x, mask)
+    return jnp.concatenate([mean, mean * (b * 0.1), mean * (b * b * 0.01 - 0.1)], axis=-1)
+
+
+def _bn_relu(
+    name: str,
+    x: jax.Array,
+    mask: jax.Array,
+    train: bool,
+    epsilon: float,
+    momentum: float,
+    dtype: Any,
+) -> jax.Array:
+    """BatchNorm -> ReLU -> times mask, the fused step before every conv.
+
+    Must be called inside a compact method: it creates the ``BatchNorm``
+    submodule ``name`` there. In training the statistics use on-board points only.
+    """
+    bn = nn.BatchNorm(
+        use_running_average=not train,
+        momentum=momentum,
+        epsilon=epsilon,
+        dtype=dtype,
+        name=name,
+    )
+    stats_mask = jnp.broadcast_to(mask > 0, x.shape) if train else None
+    return nn.relu(bn(x, mask=stats_mask)) * mask.astype(dtype)
+
+
+def _conv(features: int, kernel: int, name: str, dtype: Any) -> nn.Conv:
+    """Bias-free 'same' cross-correlation, as KataGo's convs (HWIO kernel)."""
+    return nn.Conv(
+        features,
+        (kernel, kernel),
+        padding="SAME",
+        use_bias=False,
+        dtype=dtype,
+        name=name,
+    )
+
+
+class _OrdinaryBlock(nn.Module):
+    """Pre-activation residual block: ``x + w2(bnrelu(w1(bnrelu(x))))``. ``[B,H,W,C]``."""
+
+    config: KataGoConfig
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, x: jax.Array, mask: jax.Array, train: bool) -> jax.Array:
+        cfg = self.config
+        bnr = functools.partial(
+            _bn_relu,
+            mask=mask,
+            train=train,
+            epsilon=cfg.bn_epsilon,
+            momentum=self.bn_momentum,
+            dtype=self.dtype,
+        )
+        k = cfg.block_kernel
+        h = bnr("norm1", x)
+        h = _conv(cfg.mid_channels, k, "w1", self.dtype)(h)
+        h = bnr("norm2", h)
+        h = _conv(cfg.trunk_channels, k, "w2", self.dtype)(h)
+        return x + h
+
+
+class _GPoolBlock(nn.Module):
+    """Residual block whose regular path gets a channel bias from a pooled path. ``[B,H,W,C]``."""
+
+    config: KataGoConfig
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, x: jax.Array, mask: jax.Array, train: bool) -> jax.Array:
+        cfg = self.config
+        bnr = functools.partial(
+            _bn_relu,
+            mask=mask,
+            train=train,
+            epsilon=cfg.bn_epsilon,
+            momentum=self.bn_momentum,
+            dtype=self.dtype,
+        )
+        k = cfg.block_kernel
+        a = bnr("norm1", x)
+        r = _conv(cfg.regular_channels, k, "w1a", self.dtype)(a)
+        g = bnr("norm1b", _conv(cfg.gpool_channels, k, "w1b", self.dtype)(a))
+        pooled = global_pool(g, mask)  # [B, 3 * gpool_channels]
+        bias = nn.Dense(cfg.regular_channels, use_bias=False, dtype=self.dtype, name="w1r")(pooled)
+        r = r + bias[:, None, None, :].astype(r.dtype)
+        h = bnr("norm2", r)
+        h = _conv(cfg.trunk_channels, k, "w2", self.dtype)(h)
+        return x + h
+
+
+class _PolicyHead(nn.Module):
+    """Board logits ``[B, H*W]`` and pass logit ``[B, 1]`` from the trunk ``[B,H,W,C]``."""
+
+    config: KataGoConfig
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, t: jax.Array, mask: jax.Array, train: bool) -> tuple[jax.Array, jax.Array]:
+        cfg = self.config
+        bnr = functools.partial(
+            _bn_relu,
+            mask=mask,
+            train=train,
+            epsilon=cfg.bn_epsilon,
+            momentum=self.bn_momentum,
+            dtype=self.dtype,
+        )
+        p = _conv(cfg.policy_channels, 1, "p1", self.dtype)(t)
+        g = bnr("g1_norm", _conv(cfg.policy_gpool_channels, 1, "g1", self.dtype)(t))
+        pooled = global_pool(g, mask)
+        bias = nn.Dense(cfg.policy_channels, use_bias=False, dtype=self.dtype, name="g2")(pooled)
+        p = bnr("p1_norm", p + bias[:, None, None, :].astype(p.dtype))
+        board = _conv(1, 1, "p2", self.dtype)(p)
+        # Version < 15: the pass logit is one bias-free matmul of the same pooled vector.
+        pass_logit = nn.Dense(1, use_bias=False, dtype=self.dtype, name="pass")(pooled)
+        b, h, w, _ = board.shape
+        return board.reshape(b, h * w), pass_logit
+
+
+class _ValueHead(nn.Module):
+    """Value logits ``[B, 3]``, score ``[B, 4|6]`` and ownership ``[B, H*W]``."""
+
+    config: KataGoConfig
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, t: jax.Array, mask: jax.Array, train: bool) -> dict[str, jax.Array]:
+        cfg = self.config
+        v = _conv(cfg.value_channels, 1, "v1", self.dtype)(t)
+        v = _bn_relu(
+            "v1_norm", v, mask, train, cfg.bn_epsilon, self.bn_momentum, self.dtype
+        )  # [B, H, W, value_channels]
+        pooled = value_pool(v, mask)
+        h = nn.relu(nn.Dense(cfg.value_hidden, dtype=self.dtype, name="v2")(pooled))
+        value_logits = nn.Dense(3, dtype=self.dtype, name="v3")(h)
+        score = nn.Dense(cfg.score_channels, dtype=self.dtype, name="sv3")(h)
+        own = _conv(1, 1, "ownership", self.dtype)(v)
+        b, hh, ww, _ = own.shape
+        return {
+            "value_logits": value_logits,
+            "score": score,
+            "ownership": own.reshape(b, hh * ww),
+        }
+
+
+class KataGoNet(nn.Module):
+    """KataGo's residual net with global pooling (see the module docstring).
+
+    Call with ``spatial [B, H, W, num_spatial]`` (plane 0 = on board) and
+    ``global_features [B, num_global]``; returns float32 ``policy_logits
+    [B, H*W+1]``, ``value_logits [B, 3]``, ``score [B, score_channels]``,
+    ``ownership [B, H*W]``. With ``train=True`` the BNs use batch statistics
+    and the ``batch_stats`` collection must be mutable.
+    """
+
+    config: KataGoConfig
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(
+        self, spatial: jax.Array, global_features: jax.Array, train: bool = False
+    ) -> dict[str, jax.Array]:
+        cfg = self.config
+        if spatial.shape[-1] != cfg.num_spatial or global_features.shape[-1] != cfg.num_global:
+            raise ValueError(
+                f"expected {cfg.num_spatial} spatial and {cfg.num_global} global inputs, got "
+                f"{spatial.shape[-1]} and {global_features.shape[-1]}"
+            )
+        mask = spatial[..., :1].astype(self.dtype)  # [B, H, W, 1]
+        x = _conv(cfg.trunk_channels, cfg.initial_kernel, "conv1", self.dtype)(spatial)
+        g = nn.Dense(cfg.trunk_channels, use_bias=False, dtype=self.dtype, name="ginput")(
+            global_features
+        )
+        x = x + g[:, None, None, :].astype(x.dtype)
+        kw = dict(config=cfg, dtype=self.dtype, bn_momentum=self.bn_momentum)
+        for i, kind in enumerate(cfg.blocks):
+            block = _OrdinaryBlock if kind == ORDINARY else _GPoolBlock
+            x = block(**kw, name=f"rconv{i + 1}")(x, mask, train)
+        trunk = _bn_relu("trunk_norm", x, mask, train, cfg.bn_epsilon, self.bn_momentum, self.dtype)
+        board, pass_logit = _PolicyHead(**kw, name="policy")(trunk, mask, train)
+        value = _ValueHead(**kw, name="value")(trunk, mask, train)
+        out = {"policy_logits": jnp.concatenate([board, pass_logit], axis=-1), **value}
+        return {k: v.astype(jnp.float32) for k, v in out.items()}
+
+
+class _AGZResBlock(nn.Module):
+    """AlphaGo Zero residual block: ``relu(x + bn(conv(relu(bn(conv(x))))))``. ``[B,N,N,C]``."""
+
+    channels: int
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+    bn_epsilon: float = BN_EPSILON
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+        bn = functools.partial(
+            nn.BatchNorm,
+            use_running_average=not train,
+            momentum=self.bn_momentum,
+            epsilon=self.bn_epsilon,
+            dtype=self.dtype,
+        )
+        h = nn.relu(bn(name="bn1")(_conv(self.channels, 3, "conv1", self.dtype)(x)))
+        h = bn(name="bn2")(_conv(self.channels, 3, "conv2", self.dtype)(h))
+        return nn.relu(x + h)
+
+
+class AlphaGoZeroNet(nn.Module):
+    """AlphaGo Zero's dual-head residual net (Silver et al. 2017, Methods).
+
+    Input ``planes [B, N, N, 17]`` (``gojax.agz_planes``); returns float32
+    ``policy_logits [B, N*N+1]`` (row-major from the top row, then pass) and
+    ``value [B]`` in [-1, 1] for the side to move. The dense layers fix ``N``
+    at ``init``.
+    """
+
+    num_blocks: int = 19
+    channels: int = 256
+    value_hidden: int = 256
+    num_planes: int = 17
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+    bn_epsilon: float = BN_EPSILON
+
+    @nn.compact
+    def __call__(self, planes: jax.Array, train: bool = False) -> dict[str, jax.Array]:
+        if planes.shape[-1] != self.num_planes:
+            raise ValueError(f"expected {self.num_planes} input planes, got {planes.shape[-1]}")
+        bn = functools.partial(
+            nn.BatchNorm,
+            use_running_average=not train,
+            momentum=self.bn_momentum,
+            epsilon=self.bn_epsilon,
+            dtype=self.dtype,
+        )
+        b, n, m, _ = planes.shape
+        x = nn.relu(bn(name="bn")(_conv(self.channels, 3, "conv", self.dtype)(planes)))
+        for i in range(self.num_blocks):
+            x = _AGZResBlock(
+                self.channels, self.dtype, self.bn_momentum, self.bn_epsilon, name=f"block{i + 1}"
+            )(x, train)
+        p = nn.relu(bn(name="policy_bn")(_conv(2, 1, "policy_conv", self.dtype)(x)))
+        policy = nn.Dense(n * m + 1, dtype=self.dtype, name="policy_fc")(p.reshape(b, -1))
+        v = nn.relu(bn(name="value_bn")(_conv(1, 1, "value_conv", self.dtype)(x)))
+        v = nn.relu(
+            nn.Dense(self.value_hidden, dtype=self.dtype, name="value_fc1")(v.reshape(b, -1))
+        )
+        value = jnp.tanh(nn.Dense(1, dtype=self.dtype, name="value_fc2")(v))[:, 0]
+        return {"policy_logits": policy.astype(jnp.float32), "value": value.astype(jnp.float32)}
+
+
+def g170_blocks(num_blocks: int) -> tuple[str, ...]:
+    """Block kinds for a g170-style trunk: every third block, from the third, is gpool.
+
+    (The b6c96 preset instead copies the reference file, whose gpool blocks are 3 and 5.)
+    """
+    return tuple(GPOOL if (i + 1) % 3 == 0 else ORDINARY for i in range(num_blocks))
+
+
+def _katago_preset(
+    name: str,
+    blocks: tuple[str, ...],
+    channels: int,
+    regular: int,
+    gpool: int,
+    head: int,
+    value_hidden: int,
+    params: int,
+) -> Callable[..., KataGoNet]:
+    """A ``functools.partial(KataGoNet, config=...)`` with a docstring giving its size."""
+    config = KataGoConfig(
+        blocks=blocks,
+        trunk_channels=channels,
+        mid_channels=channels,
+        regular_channels=regular,
+        gpool_channels=gpool,
+        policy_channels=head,
+        policy_gpool_channels=head,
+        value_channels=head,
+        value_hidden=value_hidden,
+    )
+    ctor = functools.partial(KataGoNet, config=config)
+    gpools = [i + 1 for i, kind in enumerate(blocks) if kind == GPOOL]
+    ctor.__doc__ = (
+        f"KataGoNet {name}: {len(blocks)} blocks (gpool at {gpools}), {channels} channels, "
+        f"regular/gpool {regular}/{gpool}, heads {head}, value hidden {value_hidden}; "
+        f"{params:,} parameters."
+    )
+    return ctor
+
+
+# Parameter counts are checked by tests/test_nn.py::test_preset_parameter_counts.
+tiny = _katago_preset("tiny", (ORDINARY, GPOOL), 16, 8, 8, 8, 16, 18_703)
+# The reference g170 net's layout, block kinds in file order.
+b6c96 = _katago_preset(
+    "b6c96", (ORDINARY, ORDINARY, GPOOL, ORDINARY, GPOOL, ORDINARY), 96, 64, 32, 32, 64, 1_028_743
+)
+b10c128 = _katago_preset("b10c128", g170_blocks(10), 128, 96, 32, 32, 64, 2_966_759)
+b15c192 = _katago_preset("b15c192", g170_blocks(15), 192, 128, 64, 32, 80, 9_674_535)
+b18c384 = _katago_preset("b18c384", g170_blocks(18), 384, 288, 96, 64, 128, 46_641_991)
+b20c256 = _katago_preset("b20c256", g170_blocks(20), 256, 192, 64, 48, 80, 23_152_535)
+b40c256 = _katago_preset("b40c256", g170_blocks(40), 256, 192, 64, 48, 80, 45_991_831)
+b60c320 = _katago_preset("b60c320", g170_blocks(60), 320, 224, 96, 64, 96, 106_705_799)
+
+
+def _agz_preset(
+    name: str, num_blocks: int, channels: int, params: int
+) -> Callable[..., AlphaGoZeroNet]:
+    """A ``functools.partial(AlphaGoZeroNet, ...)`` with a docstring giving its size."""
+    ctor = functools.partial(AlphaGoZeroNet, num_blocks=num_blocks, channels=channels)
+    ctor.__doc__ = (
+        f"AlphaGoZeroNet {name}: conv block + {num_blocks} residual blocks, {channels} channels; "
+        f"{params:,} parameters at 19x19."
+    )
+    return ctor
+
+
+# The paper's "20 block" net: one conv block and 19 residual blocks.
+agz_b20c256 = _agz_preset("agz_b20c256", 19, 256, 22_827_877)
+agz_tiny = _agz_preset("agz_tiny", 2, 16, 366_533)
+
+PRESETS: dict[str, Callable[..., nn.Module]] = {
+    "tiny": tiny,
+    "b6c96": b6c96,
+    "b10c128": b10c128,
+    "b15c192": b15c192,
+    "b18c384": b18c384,
+    "b20c256": b20c256,
+    "b40c256": b40c256,
+    "b60c320": b60c320,
+    "agz_tiny": agz_tiny,
+    "agz_b20c256": agz_b20c256,
+}
+
+
+def example_inputs(module: nn.Module, batch: int = 1, size: int = 19) -> tuple[jax.Array, ...]:
+    """All-on-board zero inputs with the right shapes for ``module.init``."""
+    if isinstance(module, KataGoNet):
+        cfg = module.config
+        spatial = jnp.zeros((batch, size, size, cfg.num_spatial), jnp.float32).at[..., 0].set(1.0)
+        return spatial, jnp.zeros((batch, cfg.num_global), jnp.float32)
+    if isinstance(module, AlphaGoZeroNet):
+        return (jnp.zeros((batch, size, size, module.num_planes), jnp.float32),)
+    raise TypeError(f"no example inputs for {type(module).__name__}")
+
+
+def count_params(module: nn.Module, size: int = 19) -> int:
+    """Number of trainable parameters (``params`` collection), without running anything."""
+    shapes = jax.eval_shape(
+        lambda: module.init(jax.random.PRNGKey(0), *example_inputs(module, 1, size))
+    )
+    return int(sum(np.prod(x.shape) for x in jax.tree.leaves(shapes["params"])))
