@@ -10,7 +10,7 @@ import numpy as np
 
 from gojax import sgf
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play, set_board
-from gojax._coords import action_to_gtp
+from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._rules import RULE_PRESETS, get_rules
 
 DEFAULT_RULES = "tromp-taylor"
@@ -85,6 +85,70 @@ def state_at(
             )
         state = play_fn(state, node.action)
         played += 1
+    return state
+
+
+def handicap_bonus(rules: str, handicap_stones: int) -> int:
+    """Points White gets for ``handicap_stones`` under ``rules`` (KataGo: chinese N, aga N-1).
+
+    Fewer than 2 Black stones before White's first move are not a handicap.
+    """
+    if handicap_stones < 2:
+        return 0
+    kind = get_rules(rules).handicap_bonus
+    return {"none": 0, "n": handicap_stones, "n-1": handicap_stones - 1}[kind]
+
+
+def state_from_moves(
+    size: int,
+    moves: list[tuple[str, str]],
+    *,
+    komi: float,
+    rules: str,
+    max_moves: int | None = None,
+) -> GoState:
+    """The position after ``moves``, ``[colour, GTP vertex]`` pairs from the empty board.
+
+    This follows a GTP engine fed ``play`` commands (KataGo's semantics): a
+    move by the player who is not to move first hands them the move and
+    forgets the history (move history, ko and superko), and the Black moves
+    that open a game before White's first are handicap stones, for which White
+    gets ``handicap_bonus`` points added to ``komi`` under chinese and aga
+    rules. Raises ValueError naming the first illegal or unreadable move.
+    """
+    rules = get_rules(rules).name
+    if max_moves is None:
+        max_moves = max(2 * size * size, len(moves) + 1)
+    opening_black = 0
+    for colour, _ in moves:
+        if str(colour).upper() != "B":
+            break
+        opening_black += 1
+    komi = float(komi) + handicap_bonus(rules, opening_black)
+    state = new_game(size, komi=komi, rules=rules, max_moves=max_moves)
+    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
+    for number, (colour, vertex) in enumerate(moves, start=1):
+        colour = str(colour).upper()
+        if colour not in ("B", "W"):
+            raise ValueError(f"move {number}: colour {colour!r} is not B or W")
+        action = gtp_to_action(vertex, size)
+        player = BLACK if colour == "B" else WHITE
+        if int(state.to_play) != player:
+            captures = state.captures
+            state = new_game(
+                size,
+                komi=komi,
+                rules=rules,
+                max_moves=max_moves,
+                history=state.past_boards.shape[0],
+                board=state.board,
+                to_play=player,
+            ).replace(captures=captures)
+        if bool(state.terminated):
+            raise ValueError(f"move {number} ({colour} {vertex}) comes after the game ended")
+        if not bool(legal_fn(state)[action]):
+            raise ValueError(f"move {number} ({colour} {vertex}) is illegal under {rules} rules")
+        state = play_fn(state, action)
     return state
 
 

@@ -177,6 +177,116 @@ def cmd_verify_rules(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------
+# gojax analyze / verify-net
+
+
+def _symmetry_arg(text: str) -> int | str:
+    from gojax.evaluate import check_symmetry
+
+    try:
+        return check_symmetry(int(text) if text.lstrip("-").isdigit() else text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    import jax
+    import numpy as np
+
+    from gojax import _game, render, sgf
+    from gojax._coords import action_to_gtp
+    from gojax.evaluate import make_evaluator
+    from gojax.katago_model import load_model
+
+    record = sgf.load(args.file)
+    if not 2 <= record.size <= 19:
+        raise ValueError(f"{args.file}: board size {record.size} is not supported (2..19)")
+    state = _game.state_at(record, move=args.move, rules=args.rules)
+    model = load_model(args.model)
+    run = make_evaluator(model, symmetry=args.symmetry)
+    batch = jax.tree.map(lambda x: x[None], state)
+    outputs = run(model.variables, batch, key=jax.random.key(args.seed))
+    out = {k: np.asarray(v[0]) for k, v in outputs.items()}
+
+    size = state.size
+    to_play = "Black" if int(state.to_play) == 1 else "White"
+    black_win = float(out["white_loss"])
+    lead = float(out["white_lead"])
+    leader = f"W+{lead:.1f}" if lead > 0 else f"B+{-lead:.1f}"
+    print(render.state_to_text(state))
+    print(
+        f"{model.name} (v{model.version}), symmetry {args.symmetry}; "
+        f"{state.rules.name} rules, komi {float(state.komi):g}, {to_play} to play"
+    )
+    print(f"Black win rate {100 * black_win:.1f}%, White {100 * float(out['white_win']):.1f}%")
+    print(f"Score lead {leader} (stdev {float(out['score_stdev']):.1f})")
+    policy = out["policy"]
+    top = np.argsort(-policy)[: args.top]
+    moves = ", ".join(f"{action_to_gtp(int(a), size)} {100 * policy[a]:.1f}%" for a in top)
+    print(f"Top policy moves: {moves}")
+    if args.svg:
+        title = f"{Path(args.file).name}, move {int(state.move_number)}"
+        ownership = -out["white_ownership"]  # the picture's convention: +1 = Black owns
+        render.save_svg(
+            render.state_to_svg(
+                state, heatmap=ownership, heatmap_kind="ownership", title=f"{title}: ownership"
+            ),
+            args.svg,
+        )
+        policy_svg = Path(args.svg).with_name(Path(args.svg).stem + "-policy.svg")
+        render.save_svg(
+            render.state_to_svg(
+                state, heatmap=policy[:-1], heatmap_kind="policy", title=f"{title}: policy"
+            ),
+            policy_svg,
+        )
+        print(f"Wrote {args.svg} (ownership) and {policy_svg} (policy)")
+    if args.json:
+        summary = {
+            "file": str(args.file),
+            "move": int(state.move_number),
+            "to_play": to_play[0],
+            "model": model.name,
+            "symmetry": args.symmetry,
+            "black_win": black_win,
+            "white_win": float(out["white_win"]),
+            "white_lead": lead,
+            "score_stdev": float(out["score_stdev"]),
+            "policy": {action_to_gtp(int(a), size): float(policy[a]) for a in top},
+            "white_ownership": [round(float(x), 6) for x in out["white_ownership"]],
+        }
+        _write_text_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def cmd_verify_net(args: argparse.Namespace) -> int:
+    from gojax._verify_net import verify_net_file
+    from gojax.katago_model import load_model
+
+    model = load_model(args.model)
+    print(f"{model.name}: KataGo model version {model.version}, {model.num_params():,} parameters")
+
+    def report(done: int, total: int) -> None:
+        print(f"  evaluated {done}/{total} positions", flush=True)
+
+    check = verify_net_file(model, args.file, symmetry=args.symmetry, report=report)
+    print(f"{check.num_positions} positions at symmetry {args.symmetry}")
+    print(f"{'output':<22}{'max |diff|':>12}{'tolerance':>11}  where (ours vs KataGo)")
+    for worst in check.worst.values():
+        where = worst.position + (f" {worst.point}" if worst.point else "")
+        flag = "" if worst.ok else "  FAIL"
+        print(
+            f"{worst.output:<22}{worst.difference:>12.3g}{worst.tolerance:>11.3g}  "
+            f"{where} ({worst.ours:.6g} vs {worst.theirs:.6g}){flag}"
+        )
+    print(f"legal sets: {len(check.legal_disagreements)} disagreements")
+    for problem in check.legal_disagreements:
+        print(f"    {problem}")
+    print("OK" if check.ok else "FAILED: differences beyond tolerance")
+    return 0 if check.ok else 1
+
+
+# ----------------------------------------------------------------------------
 
 
 def _write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -237,6 +347,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("file", help="JSON lines: size, komi, rules, moves, illegal_empty, ...")
     verify.set_defaults(run=cmd_verify_rules)
+
+    analyze = commands.add_parser(
+        "analyze", help="evaluate a position of an SGF file with a KataGo network"
+    )
+    analyze.add_argument("file", help="an SGF file")
+    analyze.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
+    analyze.add_argument("--move", type=int, help="the position after this many moves")
+    analyze.add_argument("--rules", choices=sorted(RULE_PRESETS), help="override the SGF's RU[]")
+    analyze.add_argument(
+        "--symmetry",
+        type=_symmetry_arg,
+        default="average",
+        help="0..7, random or average (default: the average of all 8)",
+    )
+    analyze.add_argument("--seed", type=int, default=0, help="for --symmetry random")
+    analyze.add_argument("--top", type=_positive, default=5, help="policy moves to list")
+    analyze.add_argument("--svg", help="write an ownership map here (and a policy map beside it)")
+    analyze.add_argument("--json", help="write the numbers as JSON here")
+    analyze.set_defaults(run=cmd_analyze)
+
+    verify_net = commands.add_parser(
+        "verify-net", help="compare a network's outputs with KataGo's on recorded positions"
+    )
+    verify_net.add_argument("file", help="JSON lines: size, komi, rules, moves, katago{...}")
+    verify_net.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
+    verify_net.add_argument("--symmetry", type=int, choices=range(8), default=0)
+    verify_net.set_defaults(run=cmd_verify_net)
     return parser
 
 

@@ -9,7 +9,9 @@ White's view, for every position:
   ``white_score_selfplay``, ``score_stdev`` ... ``[B]``;
 * ``white_ownership [B, P]`` in [-1, 1];
 * ``value [B]``: ``white_win - white_loss`` seen by the player to move
-  (``+1`` a sure win for the player to move), what tree search backs up.
+  (``+1`` a sure win for the player to move), what tree search backs up;
+* ``legal [B, P+1]`` bool: the moves the policy is spread over (KataGo's
+  legality: a finished game is judged as if it went on; pass always legal).
 
 Symmetry (``symmetry=``): an int 0..7 evaluates every position under that
 board symmetry (KataGo numbering, see ``gojax.transform_planes``) and maps the
@@ -122,8 +124,9 @@ def evaluate(
     symmetry = check_symmetry(symmetry)
     spatial, global_features = batch_inputs(states)
     batch = spatial.shape[0]
-    # KataGo always allows pass, even in a finished game.
-    legal = jax.vmap(legal_moves)(states).at[:, -1].set(True)
+    # KataGo judges legality in a finished game as if it went on, and always allows pass.
+    live = states.replace(terminated=jnp.zeros_like(states.terminated))
+    legal = jax.vmap(legal_moves)(live).at[:, -1].set(True)
 
     if symmetry == "average":
         spatial8 = _tile8(spatial)
@@ -133,7 +136,7 @@ def evaluate(
         states8 = jax.tree.map(_tile8, states)
         outs = _postprocess(raw, states8, _tile8(legal), version)
         mean = {k: v.reshape(NUM_SYMMETRIES, batch, *v.shape[1:]).mean(0) for k, v in outs.items()}
-        return mean
+        return {**mean, "legal": legal}
 
     if symmetry == "random":
         if key is None:
@@ -142,7 +145,7 @@ def evaluate(
     else:
         syms = jnp.full((batch,), symmetry, jnp.int32)
     raw = _apply_net(net, variables, spatial, global_features, syms)
-    return _postprocess(raw, states, legal, version)
+    return {**_postprocess(raw, states, legal, version), "legal": legal}
 
 
 def make_evaluator(

@@ -60,6 +60,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     board = state.board
     libs = jnp.append(state.liberties, jnp.int16(0))[state.chain]
     stones = board != 0
+    # KataGo still shows bans in a finished game (a raw evaluation after two passes).
+    live = state.replace(terminated=jnp.asarray(False))
 
     # How many past moves the features may show. Under every preset but
     # tromp-taylor a pass that would end the game is "friendly" and KataGo
@@ -98,7 +100,7 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
             stones & (libs == 1),
             stones & (libs == 2),
             stones & (libs == 3),
-            repetition_bans(state),
+            repetition_bans(live),
             zeros,
             zeros,
             *move_planes,
