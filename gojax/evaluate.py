@@ -110,6 +110,7 @@ def evaluate(
     version: int = 8,
     symmetry: int | str = 0,
     key: jax.Array | None = None,
+    symmetries: jax.Array | None = None,
 ) -> dict[str, jax.Array]:
     """Evaluate ``[B]`` positions; see the module docstring for the outputs.
 
@@ -120,6 +121,8 @@ def evaluate(
       version: KataGo model version of the net (8, 9 or 10), static.
       symmetry: 0..7, ``"random"`` (needs ``key``) or ``"average"``, static.
       key: PRNG key for ``symmetry="random"``.
+      symmetries: optional ``[B]`` int, one symmetry per position (may be
+        traced); overrides ``symmetry``.
     """
     symmetry = check_symmetry(symmetry)
     spatial, global_features = batch_inputs(states)
@@ -127,6 +130,11 @@ def evaluate(
     # KataGo judges legality in a finished game as if it went on, and always allows pass.
     live = states.replace(terminated=jnp.zeros_like(states.terminated))
     legal = jax.vmap(legal_moves)(live).at[:, -1].set(True)
+
+    if symmetries is not None:
+        syms = jnp.asarray(symmetries, jnp.int32).reshape(batch)
+        raw = _apply_net(net, variables, spatial, global_features, syms)
+        return {**_postprocess(raw, states, legal, version), "legal": legal}
 
     if symmetry == "average":
         spatial8 = _tile8(spatial)
