@@ -1,0 +1,164 @@
+"""Reading and re-rooting finished ``mctx`` search trees over Go positions.
+
+mctx builds a fresh tree for every search and has no API to keep the part of
+it below the move that was played. :func:`reuse_subtree` cuts that part out
+and renumbers it into a tree of the same capacity, so that the next
+``gojax.search.search(..., tree=...)`` continues from its statistics.
+
+Conventions of the trees read here (``B`` games, ``N`` nodes, ``A = P + 1``
+actions): node 0 is the root; a node's index is larger than its parent's
+(mctx creates nodes in index order, and the renumbering keeps that order);
+``tree.embeddings`` is a ``[B, N]`` ``GoState``; values are from the point of
+view of the player to move at the node, ``children_rewards`` and
+``children_discounts`` turn a child's value into its parent's view (discount
+-1 between plies, 0 below a finished game).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+
+Tree = mctx.Tree
+
+
+class RootStats(NamedTuple):
+    """Statistics of the root's children, ``[B, A]`` each (``A = P + 1``, pass last)."""
+
+    visits: jax.Array  # [B, A] int32: visits of each root child
+    q: jax.Array  # [B, A] float32: mean value of each child for the player to move at the root,
+    #   in [-1, 1]; 0 where the child was never visited
+    prior: jax.Array  # [B, A] float32: the root's prior (after any root noise), sums to 1
+    value: jax.Array  # [B] float32: the root's search value for the player to move
+
+
+def root_stats(tree: Tree) -> RootStats:
+    """Per-root-child visits, Q (mover's view) and prior of a batched tree."""
+    visits = tree.children_visits[:, Tree.ROOT_INDEX]
+    q = (
+        tree.children_rewards[:, Tree.ROOT_INDEX]
+        + tree.children_discounts[:, Tree.ROOT_INDEX] * tree.children_values[:, Tree.ROOT_INDEX]
+    )
+    q = jnp.where(visits > 0, q, 0.0)
+    prior = jax.nn.softmax(tree.children_prior_logits[:, Tree.ROOT_INDEX], axis=-1)
+    return RootStats(visits, q, prior, tree.node_values[:, Tree.ROOT_INDEX])
+
+
+def principal_variation(
+    tree: Tree, batch_index: int = 0, first_action: int | None = None, max_length: int = 32
+) -> list[int]:
+    """Actions from the root of game ``batch_index`` along the most visited children.
+
+    Runs on the host (it reads the tree with NumPy), for GTP ``pv`` output.
+    With ``first_action`` the line starts with that root move (which GTP
+    analysis reports per candidate) and then follows the most visited
+    children below it. Ties go to the child with the higher Q for the player
+    choosing. The line stops at ``max_length`` actions, at a node without
+    visited children, or after a move that ends the game.
+    """
+    children = np.asarray(tree.children_index[batch_index])  # [N, A]
+    visits = np.asarray(tree.children_visits[batch_index])  # [N, A]
+    q = np.asarray(
+        tree.children_rewards[batch_index]
+        + tree.children_discounts[batch_index] * tree.children_values[batch_index]
+    )
+    terminated = np.asarray(tree.embeddings.terminated[batch_index])  # [N]
+    line: list[int] = []
+    node = Tree.ROOT_INDEX
+    if first_action is not None:
+        line.append(int(first_action))
+        node = int(children[node, first_action])
+    while node != Tree.UNVISITED and not terminated[node] and len(line) < max_length:
+        if visits[node].max() == 0:
+            break
+        # Most visits first, then higher Q (lexsort's last key is the primary one).
+        action = int(np.lexsort((q[node], visits[node]))[-1])
+        line.append(action)
+        node = int(children[node, action])
+    return line[:max_length]
+
+
+def _reroot(tree: Tree, action: jax.Array) -> Tree:
+    """One game's tree (no batch axis) re-rooted at the child reached by ``action``."""
+    n = tree.node_visits.shape[0]
+    child = tree.children_index[Tree.ROOT_INDEX, action]
+    # ``child == UNVISITED`` (the move was never searched) selects nothing: an empty tree.
+    sink = jnp.where(child >= 0, child, n)
+
+    # Pointer jumping: make the child and the root absorbing, then double the
+    # jump length until every node points at one of them (depth <= N, so
+    # ceil(log2 N) rounds). O(N log N) vector work instead of an N-step scan.
+    up = jnp.where(tree.parents >= 0, tree.parents, Tree.ROOT_INDEX)
+    up = up.at[sink].set(sink, mode="drop")
+    for _ in range(max(1, (n - 1).bit_length())):
+        up = up[up]
+    keep = (up == sink) & (tree.node_visits > 0)  # [N]: the child's subtree
+
+    # Keep the nodes' order: parents stay before children and the child becomes node 0.
+    new_index = jnp.cumsum(keep, dtype=jnp.int32) - 1  # [N] new index of each kept node
+    old_index = (
+        jnp.zeros(n, jnp.int32)
+        .at[jnp.where(keep, new_index, n)]
+        .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+    )  # [N] old index of each new node
+    used = jnp.arange(n) < jnp.sum(keep)  # [N] new slots that hold a node
+
+    def take(x, blank):
+        moved = x[old_index]
+        mask = used.reshape((n,) + (1,) * (x.ndim - 1))
+        return jnp.where(mask, moved, jnp.asarray(blank, x.dtype))
+
+    def renumber(index):  # old node indices -> new ones, UNVISITED kept
+        return jnp.where(index >= 0, new_index[jnp.maximum(index, 0)], Tree.UNVISITED)
+
+    parents = take(renumber(tree.parents), Tree.NO_PARENT)
+    parents = parents.at[Tree.ROOT_INDEX].set(Tree.NO_PARENT)
+    action_from_parent = take(tree.action_from_parent, Tree.NO_PARENT)
+    action_from_parent = action_from_parent.at[Tree.ROOT_INDEX].set(Tree.NO_PARENT)
+    prior_logits = take(tree.children_prior_logits, 0.0)
+    return tree.replace(
+        node_visits=take(tree.node_visits, 0),
+        raw_values=take(tree.raw_values, 0.0),
+        node_values=take(tree.node_values, 0.0),
+        parents=parents,
+        action_from_parent=action_from_parent,
+        children_index=take(renumber(tree.children_index), Tree.UNVISITED),
+        children_prior_logits=prior_logits,
+        children_visits=take(tree.children_visits, 0),
+        children_rewards=take(tree.children_rewards, 0.0),
+        children_discounts=take(tree.children_discounts, 0.0),
+        children_values=take(tree.children_values, 0.0),
+        embeddings=jax.tree.map(lambda x: take(x, 0), tree.embeddings),
+        # Illegal moves carry the lowest logits (see gojax.search); the next
+        # search recomputes this mask from the position anyway.
+        root_invalid_actions=(prior_logits[Tree.ROOT_INDEX] < ILLEGAL_THRESHOLD).astype(
+            tree.root_invalid_actions.dtype
+        ),
+    )
+
+
+def reuse_subtree(tree: Tree, action: jax.Array) -> Tree:
+    """``[B]`` trees → the subtrees below root action ``action [B]``, as new ``[B]`` trees.
+
+    The child's subtree keeps everything the search learnt: visits, values,
+    raw values, priors, rewards, discounts and the positions (embeddings);
+    nodes are renumbered from 0 in their old order and parents and children
+    indices follow. The capacity stays the same; freed slots are blank. An
+    action whose child was never expanded gives an empty tree, which
+    ``search`` replaces by a fresh one. ``extra_data`` is kept as it is.
+    Jittable.
+    """
+    action = jnp.asarray(action, jnp.int32)
+    extra = tree.extra_data
+    rerooted = jax.vmap(_reroot)(tree.replace(extra_data=None), action)
+    return rerooted.replace(extra_data=extra)
+
+
+# Logits at or below this mark illegal moves in gojax search trees (they are
+# set to the float32 minimum; legal logits are clipped far above).
+ILLEGAL_LOGIT = float(np.finfo(np.float32).min)
+ILLEGAL_THRESHOLD = ILLEGAL_LOGIT / 2

@@ -1,0 +1,713 @@
+"""Batched tree search over Go positions with DeepMind's ``mctx``.
+
+The search is network-agnostic: it calls an *evaluator*
+
+    evaluator(states: GoState [B], key) -> (prior_logits [B, A], value [B])
+
+with ``A = P + 1`` actions (pass last) and ``value`` in [-1, 1] for the player
+to move. :func:`katago_evaluator`, :func:`agz_evaluator` and
+:func:`uniform_evaluator` build one; ``gojax.uct`` adds random rollouts and
+AlphaGo's mixed value. An evaluator closing over network variables is built
+inside the jitted function that uses it, so that the variables are traced
+rather than baked into the program::
+
+    @functools.partial(jax.jit, static_argnames="config")
+    def act(variables, states, key, config):
+        return search(agz_evaluator(net, variables), states, key, config)
+
+Kinds (``SearchConfig.kind``):
+
+* ``"puct"``: AlphaGo Zero's PUCT with Dirichlet noise at the root, the
+  selection rule of ``mctx.muzero_policy`` (``mctx.muzero_action_selection``
+  with ``qtransform_by_parent_and_siblings``);
+* ``"gumbel"``: Gumbel MuZero (``mctx.gumbel_muzero_policy``): sequential
+  halving with Gumbel noise at the root, the deterministic improved-policy
+  rule below it;
+* ``"uct"``: UCB1, the classical rule (no prior), for rollout-based MCTS.
+
+Why our own simulation loop: mctx's ``search`` always builds a fresh tree,
+and tree reuse needs to continue from an existing one; it also expands (and
+evaluates) children below finished games. The loop here is mctx's
+``search`` -- same key splitting, same node numbering, mctx's own action
+selection, q-transforms and ``backward`` -- with three changes:
+it starts from any tree, a game's simulations stop once its root has
+``num_simulations + 1`` visits (so a reused subtree saves evaluations), and a
+simulation that reaches a finished game backs its result up again instead of
+expanding below it. On a fresh tree whose simulations reach no finished game
+it builds exactly the tree ``mctx.muzero_policy`` / ``gumbel_muzero_policy``
+build (tested).
+
+Signs: every value is from the point of view of the player to move at its
+node. An edge carries ``reward`` (for the player who moved) and ``discount``:
+-1 between plies (mctx's two-player convention), 0 into a finished game,
+whose node has value 0 and whose result is the reward: +1 / -1 / 0 for the
+mover by the rules' score (two passes, or the move cap).
+
+Illegal moves are masked at every depth. mctx masks only the root, so here:
+(1) every node's prior logits are set to the float32 minimum on illegal moves
+(the position's own ``legal_moves``, whatever the evaluator returned), which
+PUCT and Gumbel never prefer to a legal move with positive prior; and (2) as a
+backstop, choosing an illegal move below the root is a lost game for the
+player who chose it (reward -1, a finished node that is never expanded): the
+position is not played, and the choice can never look better than any legal
+move. Tests walk whole trees and find no illegal edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import mctx
+from mctx._src.search import backward as _mctx_backward
+from mctx._src.seq_halving import score_considered as _score_considered
+
+from gojax._board import GoState, legal_moves, play, winner
+from gojax._features import agz_planes
+from gojax._tree_reuse import (
+    ILLEGAL_LOGIT,
+    ILLEGAL_THRESHOLD,
+    RootStats,
+    principal_variation,
+    reuse_subtree,
+    root_stats,
+)
+from gojax.evaluate import check_symmetry, evaluate
+
+__all__ = [
+    "Evaluator",
+    "RootStats",
+    "SearchConfig",
+    "SearchOutput",
+    "agz_evaluator",
+    "default_dirichlet_alpha",
+    "katago_evaluator",
+    "make_recurrent_fn",
+    "principal_variation",
+    "reuse_subtree",
+    "root_stats",
+    "search",
+    "uniform_evaluator",
+]
+
+Tree = mctx.Tree
+Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
+KINDS = ("puct", "gumbel", "uct")
+
+# Legal logits are kept within this distance of the best one, so that a
+# legal move whose probability underflowed (log 0 = -inf) stays distinguishable
+# from an illegal one; exp(-1e4) is 0 in float32 anyway.
+_LEGAL_LOGIT_FLOOR = -1e4
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Static search settings (hashable: pass as a static argument of ``jax.jit``).
+
+    Attributes:
+      kind: ``"puct"`` (AlphaGo Zero), ``"gumbel"`` (Gumbel MuZero) or
+        ``"uct"`` (UCB1, for rollouts; see ``gojax.uct``).
+      num_simulations: simulations per search; with a reused tree, the
+        search stops when the root has ``num_simulations + 1`` visits.
+      pb_c_init, pb_c_base: PUCT's ``c(s) = c_init + log((N + c_base + 1) /
+        c_base)`` (mctx's and MuZero's 1.25 and 19652).
+      dirichlet_alpha: root noise concentration; None gives
+        :func:`default_dirichlet_alpha` of the board size
+        (``0.03 * 361 / size**2``, AlphaGo Zero's 0.03 at 19x19).
+      dirichlet_fraction: weight of the noise in the root prior (AlphaGo
+        Zero's 0.25); 0 disables it. PUCT only.
+      max_num_considered_actions: root actions sampled by Gumbel (16).
+      gumbel_scale: scale of the Gumbel noise (1; 0 for a deterministic
+        search).
+      temperature_moves: for games with ``move_number`` below this, the move
+        is sampled (PUCT and UCT: proportionally to visits, tau = 1;
+        Gumbel: the sequential-halving winner with its Gumbel noise); from
+        then on it is the most visited move (ties: higher Q) or, for Gumbel,
+        the winner without noise. AlphaGo Zero's 30 by default, for
+        self-play; use 0 to play strongest.
+      max_depth: optional cap on the number of edges of a simulation's path.
+      uct_c: UCB1 exploration constant for ``kind="uct"``, on Q in [-1, 1]
+        (``Q + c * sqrt(ln n / n_a)``; UCB1's bound for this range is
+        ``2 * sqrt(2)``, Go programs used far less).
+    """
+
+    kind: str = "puct"
+    num_simulations: int = 64
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    dirichlet_alpha: float | None = None
+    dirichlet_fraction: float = 0.25
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    temperature_moves: int = 30
+    max_depth: int | None = None
+    uct_c: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.num_simulations < 1:
+            raise ValueError(f"num_simulations must be >= 1, not {self.num_simulations}")
+        if not 0.0 <= self.dirichlet_fraction <= 1.0:
+            raise ValueError(f"dirichlet_fraction must be in [0, 1], not {self.dirichlet_fraction}")
+        if self.dirichlet_alpha is not None and self.dirichlet_alpha <= 0:
+            raise ValueError(f"dirichlet_alpha must be positive, not {self.dirichlet_alpha}")
+        if self.max_num_considered_actions < 1:
+            raise ValueError("max_num_considered_actions must be >= 1")
+        if self.max_depth is not None and self.max_depth < 1:
+            raise ValueError(f"max_depth must be >= 1, not {self.max_depth}")
+
+    def alpha(self, size: int) -> float:
+        """The Dirichlet concentration used on a ``size`` board."""
+        if self.dirichlet_alpha is not None:
+            return float(self.dirichlet_alpha)
+        return default_dirichlet_alpha(size)
+
+
+def default_dirichlet_alpha(size: int) -> float:
+    """``0.03 * 361 / size**2``: AlphaGo Zero's 0.03 scaled to the number of points.
+
+    >>> round(default_dirichlet_alpha(9), 4)
+    0.1337
+    """
+    return 0.03 * 361 / (size * size)
+
+
+@flax.struct.dataclass
+class SearchOutput:
+    """What :func:`search` returns for ``B`` games (``A = P + 1`` actions, pass last)."""
+
+    action: jax.Array  # [B] int32: the move to play (pass if the game is already over)
+    action_weights: jax.Array  # [B, A] float32: policy target; PUCT/UCT: root visit
+    #   distribution; Gumbel: softmax(prior logits + completed Q), the improved policy
+    visit_counts: jax.Array  # [B, A] int32: visits of the root's children
+    q_values: jax.Array  # [B, A] float32: root children's values for the player to move, in
+    #   [-1, 1]; 0 where unvisited
+    root_value: jax.Array  # [B] float32: the root's search value for the player to move
+    simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
+    tree: Tree  # [B, N] the mctx tree; embeddings are the GoStates of the nodes
+
+
+# ----------------------------------------------------------------------------
+# Evaluators.
+
+
+def _mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """``[B, A]`` logits → legal ones shifted to max 0 and clipped, illegal ones float32 min.
+
+    mctx's own masking uses the float32 minimum too; it keeps softmaxes
+    NaN-free when no move is legal (a finished game).
+    """
+    best = jnp.max(jnp.where(legal, logits, -jnp.inf), axis=-1, keepdims=True)
+    best = jnp.where(jnp.isfinite(best), best, 0.0)
+    shifted = jnp.clip(logits - best, _LEGAL_LOGIT_FLOOR, 0.0)
+    return jnp.where(legal, shifted, ILLEGAL_LOGIT).astype(jnp.float32)
+
+
+def uniform_evaluator() -> Evaluator:
+    """An evaluator with a uniform prior over legal moves and value 0 (no knowledge).
+
+    With it a search learns only from finished games in its tree.
+    """
+
+    def evaluate(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        del key
+        legal = jax.vmap(legal_moves)(states)
+        value = jnp.zeros(states.to_play.shape, jnp.float32)
+        return _mask_logits(jnp.zeros(legal.shape, jnp.float32), legal), value
+
+    return evaluate
+
+
+def katago_evaluator(
+    model: Any, *, symmetry: int | str = "random", dtype: Any = jnp.float32
+) -> Evaluator:
+    """An evaluator running a KataGo net (``gojax.evaluate.evaluate``) on the leaves.
+
+    Args:
+      model: a loaded ``KataGoModel`` (``gojax.katago_model.load_model``) or
+        a tuple ``(net, variables, version)``.
+      symmetry: ``"random"``: each leaf under its own random board symmetry
+        (drawn from the search's key), as KataGo and AlphaGo Zero do;
+        ``"average"``: the mean of all 8; an int 0..7: that one.
+      dtype: compute dtype of the net built from a ``KataGoModel``.
+
+    Returns an evaluator whose logits are the log of KataGo's masked policy
+    (illegal moves at the float32 minimum) and whose value is
+    ``win - loss`` for the player to move.
+    """
+    if isinstance(model, tuple):
+        net, variables, version = model
+    else:
+        net, variables, version = model.module(dtype=dtype), model.variables, model.version
+    symmetry = check_symmetry(symmetry)
+
+    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        out = evaluate(
+            net,
+            variables,
+            states,
+            version=version,
+            symmetry=symmetry,
+            key=key if symmetry == "random" else None,
+        )
+        policy = out["policy"]
+        tiny = jnp.finfo(policy.dtype).tiny
+        logits = jnp.where(policy > 0, jnp.log(jnp.maximum(policy, tiny)), ILLEGAL_LOGIT)
+        return logits, out["value"]
+
+    return evaluate_leaves
+
+
+def agz_evaluator(net: Any, variables: Any) -> Evaluator:
+    """An evaluator for a ``gojax.nn.AlphaGoZeroNet`` on AlphaGo Zero's 17 input planes.
+
+    The net's ``policy_logits`` are used as they are (the search masks
+    illegal moves) and its tanh ``value`` is already for the player to move.
+    """
+
+    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        del key
+        planes = jax.vmap(agz_planes)(states)
+        out = net.apply(variables, planes, train=False)
+        return out["policy_logits"], out["value"]
+
+    return evaluate_leaves
+
+
+# ----------------------------------------------------------------------------
+# One step below a node: play, score finished games, evaluate.
+
+
+def _where(mask: jax.Array, new: Any, old: Any) -> Any:
+    """Per-game select between two pytrees whose leaves start with the batch axis."""
+
+    def pick(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)), a, b)
+
+    return jax.tree.map(pick, new, old)
+
+
+def _step(
+    evaluator: Evaluator,
+    key: jax.Array,
+    parents: GoState,
+    actions: jax.Array,
+    action_legal: jax.Array,
+) -> tuple[mctx.RecurrentFnOutput, GoState]:
+    """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value.
+
+    ``action_legal [B]`` says whether each action is legal in its parent; an
+    illegal one (possible only if priors give it weight) loses for the player
+    who chose it and leaves a finished copy of the parent.
+    """
+    mover = parents.to_play.astype(jnp.float32)
+    was_over = parents.terminated
+    illegal = ~action_legal & ~was_over
+    played = jax.vmap(play)(parents, actions)
+    children = _where(illegal, parents, played)
+    children = children.replace(terminated=children.terminated | illegal)
+    ended = children.terminated & ~was_over & ~illegal
+    # Scoring flood-fills the board: skip it in the (frequent) steps where no game ended.
+    result = jax.lax.cond(
+        jnp.any(ended),
+        lambda: jax.vmap(winner)(children).astype(jnp.float32),
+        lambda: jnp.zeros(mover.shape, jnp.float32),
+    )
+    reward = jnp.where(illegal, -1.0, jnp.where(ended, result * mover, 0.0))
+    discount = jnp.where(children.terminated, 0.0, -1.0)
+    logits, value = evaluator(children, key)
+    legal = jax.vmap(legal_moves)(children)  # none in a finished game
+    out = mctx.RecurrentFnOutput(
+        reward=reward.astype(jnp.float32),
+        discount=discount.astype(jnp.float32),
+        prior_logits=_mask_logits(logits, legal),
+        value=jnp.where(children.terminated, 0.0, value).astype(jnp.float32),
+    )
+    return out, children
+
+
+def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
+    """An mctx ``recurrent_fn(params, key, action, embedding)`` over ``GoState`` embeddings.
+
+    For use with ``mctx.muzero_policy`` / ``gumbel_muzero_policy`` directly
+    (``params`` is ignored). It follows the conventions of :func:`search`
+    (legality is recomputed from the parent), but mctx will still expand
+    nodes below finished games (reward 0, discount 0, value 0 there).
+    """
+
+    def recurrent_fn(params, key, action, embedding):
+        del params
+        action_legal = jax.vmap(legal_moves)(embedding)[jnp.arange(action.shape[0]), action]
+        return _step(evaluator, key, embedding, action, action_legal)
+
+    return recurrent_fn
+
+
+# ----------------------------------------------------------------------------
+# The simulation loop (mctx's ``search`` with reuse and finished games).
+
+
+def _switching(root_fn, interior_fn):
+    """Root rule at depth 0, interior rule below (mctx's switching wrapper)."""
+
+    def select(key, tree, node, depth):
+        return jax.lax.cond(
+            depth == 0,
+            lambda: root_fn(key, tree, node),
+            lambda: interior_fn(key, tree, node, depth),
+        )
+
+    return select
+
+
+def _ucb1_selection(key, tree: Tree, node, depth, *, c: float):
+    """UCB1 on one (unbatched) tree: an unvisited legal move at random, else max Q + c√(ln n/nₐ)."""
+    del depth
+    visits = tree.children_visits[node]
+    legal = tree.children_prior_logits[node] > ILLEGAL_THRESHOLD
+    noise = jax.random.uniform(key, visits.shape)
+    unvisited = legal & (visits == 0)
+    q = tree.children_rewards[node] + tree.children_discounts[node] * tree.children_values[node]
+    total = jnp.maximum(jnp.sum(visits), 1).astype(jnp.float32)
+    bound = q + c * jnp.sqrt(jnp.log(total) / jnp.maximum(visits, 1))
+    first = jnp.argmax(jnp.where(unvisited, noise, -1.0))
+    best = jnp.argmax(jnp.where(legal, bound + 1e-6 * noise, -jnp.inf))
+    return jnp.where(jnp.any(unvisited), first, best).astype(jnp.int32)
+
+
+def _simulate(keys, tree: Tree, select, max_depth: int):
+    """mctx's ``simulate`` for ``[B]`` trees, also stopping before a finished game.
+
+    Returns ``(node [B], action [B])``: the edge to expand. Its child may
+    already exist: a finished game (expanded again, which backs its result
+    up once more) or a node at ``max_depth``.
+    """
+
+    def one(key, tree):
+        def cond(state):
+            return state[-1]
+
+        def body(state):
+            key, _, _, node, depth, _ = state
+            key, select_key = jax.random.split(key)
+            action = select(select_key, tree, node, depth)
+            child = tree.children_index[node, action]
+            depth = depth + 1
+            go_on = (
+                (child != Tree.UNVISITED)
+                & (depth < max_depth)
+                & ~tree.embeddings.terminated[jnp.maximum(child, 0)]
+            )
+            return key, node, action, child, depth, go_on
+
+        start = (
+            key,
+            jnp.asarray(Tree.NO_PARENT, jnp.int32),
+            jnp.asarray(Tree.NO_PARENT, jnp.int32),
+            jnp.asarray(Tree.ROOT_INDEX, jnp.int32),
+            jnp.zeros((), tree.children_prior_logits.dtype),
+            jnp.asarray(True),
+        )
+        _, node, action, _, _, _ = jax.lax.while_loop(cond, body, start)
+        return node, action
+
+    return jax.vmap(one)(keys, tree)
+
+
+def _expand(tree: Tree, key, evaluator, parent, action, child, active) -> Tree:
+    """Evaluate the edges ``(parent, action)`` into nodes ``child`` for the ``active`` games."""
+    rows = jnp.arange(parent.shape[0])
+    parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
+    action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
+    out, states = _step(evaluator, key, parent_states, action, action_legal)
+
+    def at_node(x, new):
+        return x.at[rows, child].set(_where(active, new, x[rows, child]))
+
+    def at_edge(x, new):
+        return x.at[rows, parent, action].set(jnp.where(active, new, x[rows, parent, action]))
+
+    return tree.replace(
+        children_prior_logits=at_node(tree.children_prior_logits, out.prior_logits),
+        raw_values=at_node(tree.raw_values, out.value),
+        node_values=at_node(tree.node_values, out.value),
+        # An existing child (finished game, max_depth) is expanded again: one more visit.
+        node_visits=at_node(tree.node_visits, tree.node_visits[rows, child] + 1),
+        embeddings=jax.tree.map(at_node, tree.embeddings, states),
+        parents=at_node(tree.parents, parent),
+        action_from_parent=at_node(tree.action_from_parent, action),
+        children_index=at_edge(tree.children_index, child),
+        children_rewards=at_edge(tree.children_rewards, out.reward),
+        children_discounts=at_edge(tree.children_discounts, out.discount),
+    )
+
+
+def _run_simulations(tree: Tree, key, evaluator, select, target_visits: int, max_depth: int):
+    """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
+    batch = tree.node_visits.shape[0]
+    rows = jnp.arange(batch)
+
+    def cond(carry):
+        _, tree, _, _ = carry
+        return jnp.any(tree.node_visits[:, Tree.ROOT_INDEX] < target_visits)
+
+    def body(carry):
+        key, tree, num_nodes, count = carry
+        key, simulate_key, expand_key = jax.random.split(key, 3)
+        active = tree.node_visits[:, Tree.ROOT_INDEX] < target_visits
+        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, select, max_depth)
+        existing = tree.children_index[rows, parent, action]
+        is_new = existing == Tree.UNVISITED
+        # As in mctx, a node first expanded by a simulation takes the next free index.
+        child = jnp.where(is_new, num_nodes, existing)
+        child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
+        tree = _expand(tree, expand_key, evaluator, parent, action, child, active)
+        tree = _mctx_backward(tree, child)
+        num_nodes = num_nodes + (is_new & active)
+        return key, tree, num_nodes, count + active
+
+    num_nodes = jnp.sum(tree.node_visits > 0, axis=1, dtype=jnp.int32)
+    zero = jnp.zeros(batch, jnp.int32)
+    _, tree, _, count = jax.lax.while_loop(cond, body, (key, tree, num_nodes, zero))
+    return tree, count
+
+
+def _new_tree(states: GoState, prior_logits, value, capacity: int, legal, extra_data: Any) -> Tree:
+    """A ``[B]`` tree of ``capacity`` nodes holding only its roots (mctx's initial tree)."""
+    batch, num_actions = prior_logits.shape
+    shape = (batch, capacity)
+
+    def zeros(x):
+        return jnp.zeros(shape + x.shape[1:], x.dtype)
+
+    tree = Tree(
+        node_visits=jnp.zeros(shape, jnp.int32).at[:, 0].set(1),
+        raw_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
+        node_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
+        parents=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
+        action_from_parent=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
+        children_index=jnp.full(shape + (num_actions,), Tree.UNVISITED, jnp.int32),
+        children_prior_logits=jnp.zeros(shape + (num_actions,), jnp.float32)
+        .at[:, 0]
+        .set(prior_logits),
+        children_visits=jnp.zeros(shape + (num_actions,), jnp.int32),
+        children_rewards=jnp.zeros(shape + (num_actions,), jnp.float32),
+        children_discounts=jnp.zeros(shape + (num_actions,), jnp.float32),
+        children_values=jnp.zeros(shape + (num_actions,), jnp.float32),
+        embeddings=jax.tree.map(lambda x: zeros(x).at[:, 0].set(x), states),
+        root_invalid_actions=(~legal).astype(jnp.float32),
+        extra_data=extra_data,
+    )
+    return tree
+
+
+def _pad_tree(tree: Tree, capacity: int) -> Tree:
+    """Grow a tree to ``capacity`` nodes with blank ones (a tree is never shrunk)."""
+    extra = capacity - tree.node_visits.shape[1]
+    if extra <= 0:
+        return tree
+    blanks = {
+        "parents": Tree.NO_PARENT,
+        "action_from_parent": Tree.NO_PARENT,
+        "children_index": Tree.UNVISITED,
+    }
+
+    def pad(x, fill=0):
+        widths = [(0, 0), (0, extra)] + [(0, 0)] * (x.ndim - 2)
+        return jnp.pad(x, widths, constant_values=jnp.asarray(fill, x.dtype))
+
+    fields = {
+        name: pad(getattr(tree, name), blanks.get(name, 0))
+        for name in (
+            "node_visits",
+            "raw_values",
+            "node_values",
+            "parents",
+            "action_from_parent",
+            "children_index",
+            "children_prior_logits",
+            "children_visits",
+            "children_rewards",
+            "children_discounts",
+            "children_values",
+        )
+    }
+    return tree.replace(**fields, embeddings=jax.tree.map(pad, tree.embeddings))
+
+
+def _same_position(tree: Tree, states: GoState) -> jax.Array:
+    """``[B]`` bool: the tree has a root and it is exactly ``states`` (history included)."""
+    roots = jax.tree.map(lambda x: x[:, Tree.ROOT_INDEX], tree.embeddings)
+    equal = jax.tree.map(
+        lambda a, b: jnp.all((a == b).reshape(a.shape[0], -1), axis=1), roots, states
+    )
+    same = functools.reduce(jnp.logical_and, jax.tree.leaves(equal))
+    return same & (tree.node_visits[:, Tree.ROOT_INDEX] > 0)
+
+
+def _dirichlet_logits(key, logits, legal, alpha: float, fraction: float):
+    """Root logits with Dirichlet noise mixed into the prior, over the legal moves only.
+
+    Normalised Gamma draws restricted to the legal moves are a Dirichlet on
+    them, as KataGo and AlphaGo Zero spread noise; mctx spreads it over all
+    actions and then drops the illegal ones' share. The probability → logit
+    round trip is mctx's, so that fraction 0 reproduces ``muzero_policy``.
+    """
+    probs = jax.nn.softmax(logits, axis=-1)
+    if fraction > 0:
+        gamma = jax.random.gamma(key, alpha, logits.shape) * legal
+        noise = gamma / jnp.maximum(jnp.sum(gamma, axis=-1, keepdims=True), 1e-30)
+        probs = (1 - fraction) * probs + fraction * noise
+    noisy = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+    return _mask_logits(noisy, legal)
+
+
+def _greedy(visits, q, invalid):
+    """``[B]`` most visited legal action, ties to the higher Q (visits are integers)."""
+    score = visits.astype(jnp.float32) + 0.25 * (jnp.clip(q, -1.0, 1.0) + 1.0)
+    return jnp.argmax(jnp.where(invalid, -jnp.inf, score), axis=-1).astype(jnp.int32)
+
+
+def search(
+    evaluator: Evaluator,
+    states: GoState,
+    key: jax.Array,
+    config: SearchConfig,
+    tree: Tree | None = None,
+) -> SearchOutput:
+    """Search ``[B]`` positions; jittable with ``evaluator`` and ``config`` static.
+
+    Args:
+      evaluator: ``(states [B], key) -> (prior_logits [B, A], value [B])``.
+      states: ``[B]`` stacked ``GoState`` (one board size and rule set).
+      key: PRNG key, consumed.
+      config: a :class:`SearchConfig`.
+      tree: optional ``[B]`` tree to continue from, normally
+        ``reuse_subtree(previous.tree, action)``. Games whose tree root is not
+        exactly their state (or is empty) start fresh; the others keep their
+        statistics, get fresh root noise, and run only the simulations that
+        bring the root to ``num_simulations + 1`` visits. PUCT and UCT only
+        (Gumbel's sequential halving assumes a fresh root). A smaller tree is
+        padded to ``num_simulations + 1`` nodes; a larger one keeps its size.
+
+    Returns:
+      A :class:`SearchOutput`. Finished games get pass and meaningless weights.
+    """
+    if tree is not None and config.kind == "gumbel":
+        raise ValueError("tree reuse needs kind='puct' or 'uct': Gumbel assumes a fresh root")
+    key_root, key_policy = jax.random.split(key)
+    batch = states.to_play.shape[0]
+    num_actions = states.num_actions
+    size = states.size
+    legal = jax.vmap(legal_moves)(states)  # [B, A]
+    invalid = ~legal
+    capacity = config.num_simulations + 1
+
+    # Key use mirrors mctx's policies so that fresh searches match them.
+    if config.kind == "gumbel":
+        key_search, key_gumbel = jax.random.split(key_policy)
+        key_act = key_noise = None
+        gumbel = config.gumbel_scale * jax.random.gumbel(key_gumbel, (batch, num_actions))
+        extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
+    else:
+        key_act, key_noise, key_search = jax.random.split(key_policy, 3)
+        extra_data = None
+
+    def fresh_tree(size_nodes: int) -> Tree:
+        logits, value = evaluator(states, key_root)
+        return _new_tree(states, _mask_logits(logits, legal), value, size_nodes, legal, extra_data)
+
+    if tree is None:
+        tree = fresh_tree(capacity)
+    else:
+        tree = _pad_tree(tree, capacity).replace(extra_data=extra_data)
+        keep = _same_position(tree, states)
+        nodes = tree.node_visits.shape[1]
+        # The root evaluation is skipped when every game keeps its tree (one game in GTP).
+        tree = jax.lax.cond(
+            jnp.all(keep), lambda: tree, lambda: _where(keep, tree, fresh_tree(nodes))
+        )
+
+    root_logits = _mask_logits(tree.children_prior_logits[:, Tree.ROOT_INDEX], legal)
+    if config.kind == "puct":
+        root_logits = _dirichlet_logits(
+            key_noise, root_logits, legal, config.alpha(size), config.dirichlet_fraction
+        )
+    tree = tree.replace(
+        children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(root_logits),
+        root_invalid_actions=invalid.astype(jnp.float32),
+    )
+
+    if config.kind == "puct":
+        rule = functools.partial(
+            mctx.muzero_action_selection,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+            qtransform=mctx.qtransform_by_parent_and_siblings,
+        )
+        select = _switching(functools.partial(rule, depth=0), rule)
+    elif config.kind == "gumbel":
+        select = _switching(
+            functools.partial(
+                mctx.gumbel_muzero_root_action_selection,
+                num_simulations=config.num_simulations,
+                max_num_considered_actions=config.max_num_considered_actions,
+                qtransform=mctx.qtransform_completed_by_mix_value,
+            ),
+            functools.partial(
+                mctx.gumbel_muzero_interior_action_selection,
+                qtransform=mctx.qtransform_completed_by_mix_value,
+            ),
+        )
+    else:
+        rule = functools.partial(_ucb1_selection, c=config.uct_c)
+        select = _switching(functools.partial(rule, depth=0), rule)
+
+    max_depth = config.max_depth or tree.node_visits.shape[1]
+    tree, simulations = _run_simulations(
+        tree, key_search, evaluator, select, config.num_simulations + 1, max_depth
+    )
+
+    stats = root_stats(tree)
+    visits = stats.visits
+    explore = states.move_number < config.temperature_moves  # [B]
+    greedy = _greedy(visits, stats.q, invalid)
+    if config.kind == "gumbel":
+        # mctx's choice: the best of the most visited by gumbel + logits + completed Q.
+        completed_q = jax.vmap(mctx.qtransform_completed_by_mix_value, in_axes=[0, None])(
+            tree, Tree.ROOT_INDEX
+        )
+        considered = jnp.max(visits, axis=-1, keepdims=True)
+
+        def pick(noise):
+            score = _score_considered(considered, noise, root_logits, completed_q, visits)
+            return jnp.argmax(jnp.where(invalid, -jnp.inf, score), axis=-1).astype(jnp.int32)
+
+        sampled, greedy = pick(gumbel), pick(jnp.zeros_like(gumbel))
+        weights = jax.nn.softmax(
+            jnp.where(invalid, ILLEGAL_LOGIT, root_logits + completed_q), axis=-1
+        )
+    else:
+        total = jnp.sum(visits, axis=-1, keepdims=True)
+        weights = visits.astype(jnp.float32) / jnp.maximum(total, 1)
+        # mctx's sampling at temperature 1: categorical over log visit frequencies.
+        logits = jnp.log(jnp.maximum(weights, jnp.finfo(jnp.float32).tiny))
+        sampled = jax.random.categorical(key_act, logits - jnp.max(logits, -1, keepdims=True))
+        sampled = sampled.astype(jnp.int32)
+    action = jnp.where(explore, sampled, greedy)
+    action = jnp.where(states.terminated, num_actions - 1, action).astype(jnp.int32)
+    return SearchOutput(
+        action=action,
+        action_weights=weights,
+        visit_counts=visits,
+        q_values=stats.q,
+        root_value=stats.value,
+        simulations=simulations,
+        tree=tree,
+    )
