@@ -374,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify_net.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
     verify_net.add_argument("--symmetry", type=int, choices=range(8), default=0)
     verify_net.set_defaults(run=cmd_verify_net)
+    from eval.match import register as register_match
+
+    register_match(commands)
+    from eval.gtp import register as register_gtp
+
+    register_gtp(commands)
     return parser
 
 

@@ -1,0 +1,656 @@
+"""The host side of a Go engine for one game: position, history, clocks, a player.
+
+:class:`Engine` is what the GTP front end (``eval/gtp.py``) drives. It holds
+the board size, komi and rule preset, the current position (a
+:class:`gojax.GoState`) with the stack of earlier positions and the list of
+moves (for ``undo`` and ``printsgf``), the handicap, the clocks, and a
+:class:`eval.players.Player` that chooses moves.
+
+Time: :class:`TimeSettings` covers GTP's ``time_settings`` (absolute,
+Canadian, no limit) and KGS's ``kgs-time_settings`` (adds Japanese
+byo-yomi); :func:`allocate_time` gives each move a share of what is left
+and never more than what is left minus a safety margin, so the engine
+does not lose on time while the controller's clock is honest.
+
+Scoring: ``final_score`` is the Tromp-Taylor area count with every stone
+alive (what the rule presets here score); ``final_status`` calls stones dead
+from the network's ownership (see :meth:`Engine.final_status`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from eval.players import Analysis, Player, _live
+from gojax import _game, sgf
+from gojax._board import (
+    BLACK,
+    MAX_SIZE,
+    MIN_SIZE,
+    WHITE,
+    GoState,
+    area,
+    handicap_points,
+    legal_moves,
+    new_game,
+    play,
+)
+from gojax._rules import RULE_PRESETS, get_rules
+
+RESIGN = -1  # genmove's answer when the engine resigns
+TimeKind = Literal["none", "absolute", "canadian", "byoyomi"]
+
+
+class EngineError(ValueError):
+    """A request the engine refuses; the message is GTP's error text."""
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+# ----------------------------------------------------------------------------
+# Time control
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeSettings:
+    """A time system (seconds).
+
+    * ``none``: no limit;
+    * ``absolute``: ``main_time`` for the whole game;
+    * ``canadian``: after main time, ``period_time`` for every ``period_stones`` moves;
+    * ``byoyomi`` (Japanese): after main time, ``periods`` periods of
+      ``period_time``; a move made within a period does not use it up.
+    """
+
+    kind: TimeKind = "none"
+    main_time: float = 0.0
+    period_time: float = 0.0
+    period_stones: int = 0  # canadian
+    periods: int = 0  # byoyomi
+
+    @classmethod
+    def from_gtp(cls, main_time: float, byo_time: float, byo_stones: int) -> TimeSettings:
+        """GTP ``time_settings``: absolute when ``byo_time`` is 0; no limit when
+        ``byo_stones`` is 0 with ``byo_time`` > 0; Canadian otherwise."""
+        if byo_time <= 0:
+            return cls("absolute", main_time=main_time)
+        if byo_stones <= 0:
+            return cls("none")
+        return cls("canadian", main_time, byo_time, period_stones=byo_stones)
+
+
+@dataclasses.dataclass
+class Clock:
+    """One player's time left, as the controller last told it (or as we counted)."""
+
+    main_left: float = math.inf
+    in_overtime: bool = False
+    period_left: float = 0.0  # time left in the current Canadian block or byo-yomi period
+    stones_left: int = 0  # Canadian: moves still due in the current block
+    periods_left: int = 0  # byo-yomi: periods left, the current one included
+
+    @classmethod
+    def start(cls, settings: TimeSettings) -> Clock:
+        if settings.kind == "none":
+            return cls()
+        clock = cls(main_left=settings.main_time)
+        if settings.kind != "absolute" and settings.main_time <= 0:
+            clock.enter_overtime(settings)
+        return clock
+
+    def enter_overtime(self, settings: TimeSettings) -> None:
+        self.main_left = 0.0
+        self.in_overtime = True
+        self.period_left = settings.period_time
+        self.stones_left = settings.period_stones
+        self.periods_left = settings.periods
+
+    def told(self, settings: TimeSettings, seconds: float, stones: int) -> None:
+        """GTP ``time_left``: ``stones`` 0 means main time (or the whole game when absolute).
+
+        Under Japanese byo-yomi KGS sends the periods left in place of stones.
+        """
+        if settings.kind == "none":
+            return
+        if stones <= 0 or settings.kind == "absolute":
+            self.main_left, self.in_overtime = max(seconds, 0.0), False
+            return
+        self.main_left, self.in_overtime = 0.0, True
+        self.period_left = max(seconds, 0.0)
+        if settings.kind == "byoyomi":
+            self.periods_left = stones
+        else:
+            self.stones_left = stones
+
+    def spend(self, settings: TimeSettings, seconds: float) -> None:
+        """Count ``seconds`` spent on one move (for controllers that never send time_left)."""
+        if settings.kind == "none":
+            return
+        if not self.in_overtime:
+            self.main_left -= seconds
+            if self.main_left >= 0 or settings.kind == "absolute":
+                self.main_left = max(self.main_left, 0.0)
+                return
+            seconds = -self.main_left
+            self.enter_overtime(settings)
+        if settings.kind == "canadian":
+            self.period_left -= seconds
+            self.stones_left -= 1
+            if self.stones_left <= 0:  # block done: a fresh one
+                self.period_left = settings.period_time
+                self.stones_left = settings.period_stones
+        else:
+            while seconds > self.period_left and self.periods_left > 1:
+                seconds -= self.period_left
+                self.periods_left -= 1
+                self.period_left = settings.period_time
+            self.period_left = settings.period_time  # a move within a period resets it
+
+
+def expected_moves_left(size: int, move_number: int) -> float:
+    """How many more moves the player to move should budget for (at least 5).
+
+    A game lasts about ``0.7 * size^2 + 10`` plies on any board (19x19 ≈ 260);
+    late in the game we still reserve for a fifth of the board's points.
+    """
+    points = size * size
+    plies = max(0.7 * points + 10 - move_number, 0.2 * points)
+    return max(plies / 2, 5.0)
+
+
+def allocate_time(
+    settings: TimeSettings,
+    clock: Clock,
+    *,
+    moves_left: float,
+    lag: float = 1.0,
+    safety: float = 0.1,
+) -> float | None:
+    """Seconds to think about the next move, or ``None`` without a time limit.
+
+    The hard limit for one move is what the clock allows before the player
+    loses (main time plus what overtime may add for this one move); the
+    answer is a share of the time (main time spread over ``moves_left``
+    moves, plus most of a period in overtime) and never more than the hard
+    limit minus ``lag`` (the controller's and network's delays) and a
+    ``safety`` fraction of it. It is 0 when nothing may be spent.
+    """
+    if settings.kind == "none":
+        return None
+    if settings.kind == "absolute":
+        limit = clock.main_left
+        share = clock.main_left / moves_left
+    elif not clock.in_overtime:
+        if settings.kind == "canadian":
+            per_stone = settings.period_time / max(settings.period_stones, 1)
+        else:
+            per_stone = settings.period_time if settings.periods > 0 else 0.0
+        # Overtime starts within the move: only the first stone's share may be counted on.
+        limit = clock.main_left + per_stone
+        share = clock.main_left / moves_left + 0.5 * per_stone
+    elif settings.kind == "canadian":
+        limit = clock.period_left
+        share = clock.period_left / max(clock.stones_left, 1)
+    else:  # byo-yomi: the period comes back after every move made within it
+        limit = clock.period_left if clock.periods_left > 0 else 0.0
+        share = limit
+    if not math.isfinite(limit):
+        return None
+    usable = limit * (1.0 - safety) - lag
+    return float(max(0.0, min(share, usable)))
+
+
+# ----------------------------------------------------------------------------
+# The engine
+
+
+def _colour(player: int) -> str:
+    return "B" if player == BLACK else "W"
+
+
+@dataclasses.dataclass
+class Move:
+    """A move of the game record: ``colour`` +1/-1, ``action`` (pass = size*size)."""
+
+    colour: int
+    action: int
+
+
+class Engine:
+    """One game of Go under GTP: position, history, clocks and a player.
+
+    Args:
+      player: chooses moves (``eval.players``).
+      size, komi, rules: the initial game (komi excludes handicap compensation).
+      visits: visit budget handed to ``player.analyze`` (the policy player ignores it;
+        the search player's budget is fixed when it is built, as it is compiled in).
+      resign_threshold: resign when the mover's win rate stays below this for
+        ``resign_consecutive`` of its moves in a row; ``None`` never resigns.
+      lag: seconds per move kept back from the clock for delays outside the search.
+      seed: for the player's random choices.
+    """
+
+    def __init__(
+        self,
+        player: Player,
+        *,
+        size: int = 19,
+        komi: float = 7.5,
+        rules: str = "tromp-taylor",
+        visits: int = 1,
+        resign_threshold: float | None = None,
+        resign_consecutive: int = 3,
+        lag: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        self.player = player
+        self.visits = int(visits)
+        self.resign_threshold = resign_threshold
+        self.resign_consecutive = int(resign_consecutive)
+        self.lag = float(lag)
+        self._key = jax.random.key(seed)
+        self._calls = 0
+        self.komi = float(komi)
+        self.rules = get_rules(rules).name
+        self.time_settings = TimeSettings()
+        self.clocks = {BLACK: Clock(), WHITE: Clock()}
+        self._warm: set[tuple[int, str]] = set()
+        self.set_size(size)
+
+    # -- game setup -----------------------------------------------------------
+
+    def set_size(self, size: int) -> None:
+        """GTP ``boardsize``: a new size clears the board."""
+        if not MIN_SIZE <= size <= MAX_SIZE:
+            raise EngineError("unacceptable size")
+        self.size = int(size)
+        self.clear()
+
+    def clear(self) -> None:
+        """GTP ``clear_board``: an empty board, Black to play, clocks restarted."""
+        self._start(np.zeros(self.size * self.size, np.int8), BLACK, handicap=0)
+        self.clocks = {c: Clock.start(self.time_settings) for c in (BLACK, WHITE)}
+        self._low_winrate = {BLACK: 0, WHITE: 0}
+        self.player.new_game()
+
+    @property
+    def max_moves(self) -> int:
+        """Move cap of the state; beyond it the position is restarted (see ``play``)."""
+        return 4 * self.size * self.size
+
+    def _new_state(self, board: np.ndarray, to_play: int) -> GoState:
+        komi = self.komi + _game.handicap_bonus(self.rules, self.handicap)
+        return new_game(
+            self.size,
+            komi=komi,
+            rules=self.rules,
+            max_moves=self.max_moves,
+            board=board,
+            to_play=to_play,
+        )
+
+    def _start(self, board: np.ndarray, to_play: int, *, handicap: int) -> None:
+        self.handicap = handicap
+        self.setup = np.asarray(board, np.int8).copy()  # [P] stones before the first move
+        self.first_player = to_play
+        self.state = self._new_state(self.setup, to_play)
+        self.history: list[GoState] = []  # the position before each move of ``moves``
+        self.moves: list[Move] = []
+        key = (self.size, self.rules)
+        if key not in self._warm:
+            self.player.warmup(self.state)
+            self._warm.add(key)
+
+    def set_komi(self, komi: float) -> None:
+        """GTP ``komi``: changes the count of the game in progress."""
+        if not math.isfinite(komi) or abs(komi) > 2 * self.size * self.size:
+            raise EngineError("komi out of range")
+        self.komi = float(komi)
+        self._replay(self.setup, self.first_player, self.handicap, self.moves)
+
+    def set_rules(self, rules: str) -> None:
+        """``kata-set-rules``: another preset for the same position (moves replayed)."""
+        name = get_rules(rules).name
+        old = self.rules
+        self.rules = name
+        try:
+            self._replay(self.setup, self.first_player, self.handicap, self.moves)
+        except EngineError:
+            self.rules = old
+            raise EngineError(f"the game so far is illegal under {name} rules") from None
+
+    def _replay(self, board, to_play, handicap, moves: list[Move]) -> None:
+        saved = (self.handicap, self.setup, self.first_player, self.state, self.history, self.moves)
+        try:
+            self._start(board, to_play, handicap=handicap)
+            for move in moves:
+                self.play(move.colour, move.action)
+        except EngineError:
+            (
+                self.handicap,
+                self.setup,
+                self.first_player,
+                self.state,
+                self.history,
+                self.moves,
+            ) = saved
+            raise
+
+    @property
+    def board_empty(self) -> bool:
+        return not self.moves and not np.any(self.setup)
+
+    def fixed_handicap(self, stones: int) -> list[int]:
+        """GTP ``fixed_handicap``: the standard points; White to play. Returns the points."""
+        if not self.board_empty:
+            raise EngineError("board not empty")
+        try:
+            points = handicap_points(self.size, stones)
+        except ValueError:
+            raise EngineError("invalid number of stones") from None
+        self._place_handicap(points)
+        return points
+
+    def place_free_handicap(self, stones: int) -> list[int]:
+        """GTP ``place_free_handicap``: the fixed points where they exist, then the
+        points the network likes best for Black (one evaluation per stone)."""
+        if not self.board_empty:
+            raise EngineError("board not empty")
+        if not 2 <= stones <= self.size * self.size - 1:
+            raise EngineError("invalid number of stones")
+        points: list[int] = []
+        for n in range(min(stones, 9), 1, -1):
+            try:
+                points = handicap_points(self.size, n)
+                break
+            except ValueError:
+                continue
+        board = np.zeros(self.size * self.size, np.int8)
+        board[points] = BLACK
+        while len(points) < stones:
+            state = self._new_state(board, BLACK)
+            best = self.player.evaluate(state).moves
+            free = [m.action for m in best if m.action < board.size and board[m.action] == 0]
+            if free:
+                point = free[0]
+            else:  # the player's list ran dry: the first empty point
+                point = int(np.flatnonzero(board == 0)[0])
+            points.append(point)
+            board[point] = BLACK
+        self._place_handicap(points)
+        return points
+
+    def set_free_handicap(self, points: list[int]) -> None:
+        """GTP ``set_free_handicap``: the controller's points."""
+        if not self.board_empty:
+            raise EngineError("board not empty")
+        if len(points) < 2 or len(set(points)) != len(points) or len(points) >= self.size**2:
+            raise EngineError("bad vertex list")
+        if any(not 0 <= p < self.size * self.size for p in points):
+            raise EngineError("bad vertex list")
+        self._place_handicap(points)
+
+    def _place_handicap(self, points: list[int]) -> None:
+        board = np.zeros(self.size * self.size, np.int8)
+        board[list(points)] = BLACK
+        self._start(board, WHITE, handicap=len(points))
+
+    # -- moves --------------------------------------------------------------
+
+    def _state_for(self, colour: int) -> GoState:
+        """The position with ``colour`` to move, the game going on.
+
+        A move out of turn hands ``colour`` the move (as KataGo and GnuGo do)
+        and lifts the ko ban; after two passes the game resumes; at the move
+        cap the position is restarted with the same stones.
+        """
+        state = self.state
+        if bool(state.terminated):
+            if int(state.move_number) >= state.max_moves:
+                state = self._new_state(np.asarray(state.board), int(state.to_play))
+            else:
+                state = _live(state)
+        if int(state.to_play) != colour:
+            state = state.replace(to_play=jnp.asarray(colour, jnp.int8), ko=jnp.int16(-1))
+        return state
+
+    def is_legal(self, colour: int, action: int) -> bool:
+        if not 0 <= action <= self.size * self.size:
+            return False
+        return bool(_jitted(legal_moves)(self._state_for(colour))[action])
+
+    def play(self, colour: int, action: int) -> None:
+        """GTP ``play``; raises EngineError("illegal move")."""
+        if colour not in (BLACK, WHITE) or not 0 <= action <= self.size * self.size:
+            raise EngineError("illegal move")
+        state = self._state_for(colour)
+        if not bool(_jitted(legal_moves)(state)[action]):
+            raise EngineError("illegal move")
+        self.history.append(self.state)
+        self.moves.append(Move(colour, action))
+        self.state = _jitted(play)(state, jnp.int32(action))
+
+    def undo(self) -> None:
+        """GTP ``undo``: take back the last move; raises EngineError("cannot undo")."""
+        if not self.moves:
+            raise EngineError("cannot undo")
+        self.moves.pop()
+        self.state = self.history.pop()
+        self.player.new_game()
+
+    @property
+    def to_play(self) -> int:
+        return int(self.state.to_play)
+
+    def _next_key(self) -> jax.Array:
+        self._calls += 1
+        return jax.random.fold_in(self._key, self._calls)
+
+    def analyze(
+        self,
+        colour: int | None = None,
+        *,
+        visits: int | None = None,
+        seconds: float | None = None,
+        progress=None,
+    ) -> Analysis:
+        """Analyse the position with ``colour`` to move (default: whoever is to move)."""
+        state = self._state_for(self.to_play if colour is None else colour)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        return self.player.analyze(
+            state,
+            visits=self.visits if visits is None else visits,
+            key=self._next_key(),
+            deadline=deadline,
+            progress=progress,
+        )
+
+    def ponder(self, colour: int | None = None):
+        """Endless analyses (deeper and deeper) for ``lz-analyze``/``kata-analyze``."""
+        state = self._state_for(self.to_play if colour is None else colour)
+        return self.player.ponder(state, key=self._next_key())
+
+    def time_for_move(self, colour: int) -> float | None:
+        """Seconds ``colour`` may think now (``None``: no time limit)."""
+        return allocate_time(
+            self.time_settings,
+            self.clocks[colour],
+            moves_left=expected_moves_left(self.size, int(self.state.move_number)),
+            lag=self.lag,
+        )
+
+    def genmove(self, colour: int, *, progress=None) -> tuple[int, Analysis]:
+        """Choose a move for ``colour``, play it, and return it (or ``RESIGN``) with the analysis.
+
+        Resignation: when ``resign_threshold`` is set and the mover's win rate
+        was below it at this and its previous ``resign_consecutive - 1`` moves.
+        The engine also passes when the opponent just passed and the area
+        count already gives ``colour`` the game, which ends games cleanly
+        under area rules.
+        """
+        start = time.monotonic()
+        seconds = self.time_for_move(colour)
+        analysis = self.analyze(colour, seconds=seconds, progress=progress)
+        action = analysis.best.action
+        threshold = self.resign_threshold
+        if threshold is not None and analysis.winrate < threshold:
+            self._low_winrate[colour] += 1
+        else:
+            self._low_winrate[colour] = 0
+        if threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
+            action = RESIGN
+        elif self._winning_pass(colour):
+            action = self.size * self.size
+        if action != RESIGN:
+            self.play(colour, action)
+        self.clocks[colour].spend(self.time_settings, time.monotonic() - start)
+        return action, analysis
+
+    def _winning_pass(self, colour: int) -> bool:
+        last = self.moves[-1] if self.moves else None
+        if last is None or last.colour == colour or last.action != self.size * self.size:
+            return False
+        return self.margin() * colour > 0
+
+    # -- time -----------------------------------------------------------------
+
+    def set_time(self, settings: TimeSettings) -> None:
+        """``time_settings``/``kgs-time_settings``: both clocks restart."""
+        self.time_settings = settings
+        self.clocks = {c: Clock.start(settings) for c in (BLACK, WHITE)}
+
+    def time_left(self, colour: int, seconds: float, stones: int) -> None:
+        self.clocks[colour].told(self.time_settings, seconds, stones)
+
+    # -- scoring --------------------------------------------------------------
+
+    def margin(self) -> float:
+        """Black's Tromp-Taylor margin: area(Black) - area(White) - komi (handicap bonus in)."""
+        black, white = (int(x) for x in np.asarray(_jitted(area)(self.state)))
+        return black - white - float(self.state.komi)
+
+    def final_score(self) -> str:
+        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0`` by the Tromp-Taylor area count."""
+        return _game.result_string(self.margin())
+
+    def final_status(self, status: str, *, threshold: float = 0.6) -> list[int]:
+        """Points of the stones with ``status`` (``alive``, ``dead``, ``seki``).
+
+        A stone is dead when the network's ownership gives its point to the
+        opponent with ownership beyond ``threshold`` (one evaluation of the
+        current position). Seki is not detected: that list is always empty.
+        """
+        if status not in ("alive", "dead", "seki"):
+            raise EngineError("syntax error")
+        board = np.asarray(self.state.board)
+        stones = np.flatnonzero(board)
+        if status == "seki" or not len(stones):
+            return []
+        state = _live(self.state)
+        ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's view
+        dead = board[stones] * ownership[stones] < -threshold
+        chosen = stones[dead] if status == "dead" else stones[~dead]
+        return [int(p) for p in chosen]
+
+    # -- records --------------------------------------------------------------
+
+    def to_record(self) -> sgf.GameRecord:
+        """The game so far as an SGF record (root setup, then the moves)."""
+        setup_black = [int(p) for p in np.flatnonzero(self.setup == BLACK)]
+        setup_white = [int(p) for p in np.flatnonzero(self.setup == WHITE)]
+        nodes = [sgf.Node(color=_colour(m.colour), action=m.action) for m in self.moves]
+        first = _colour(self.first_player)
+        return sgf.GameRecord(
+            size=self.size,
+            komi=self.komi,
+            rules=self.rules,
+            handicap=self.handicap,
+            setup_black=setup_black,
+            setup_white=setup_white,
+            # PL only where it is not what a reader would assume.
+            to_play=first if (first == "W") != (self.handicap > 1) else None,
+            player_black=None,
+            player_white=None,
+            extra={"AP": ["gojax"]},
+            nodes=nodes,
+        )
+
+    def to_sgf(self) -> str:
+        return sgf.dumps(self.to_record())
+
+    def load_record(self, record: sgf.GameRecord, move_number: int | None = None) -> None:
+        """GTP ``loadsgf``: size, komi, rules (``RU[]``) and the position before move
+        ``move_number`` (1-based; all moves when ``None``). Later setup nodes
+        (``AB``/``AW``/``AE`` after the root) are not supported."""
+        if not MIN_SIZE <= record.size <= MAX_SIZE:
+            raise EngineError("unacceptable size")
+        if any(n.add_black or n.add_white or n.add_empty for n in record.nodes):
+            raise EngineError("setup stones after the first node are not supported")
+        rules = _game.rules_of_record(record, default=self.rules)
+        board = np.zeros(record.size * record.size, np.int8)
+        board[list(record.setup_black)] = BLACK
+        board[list(record.setup_white)] = WHITE
+        board[list(record.setup_empty)] = 0
+        first = BLACK
+        if record.to_play in ("B", "W"):
+            first = BLACK if record.to_play == "B" else WHITE
+        elif record.setup_black and not record.setup_white and record.handicap > 1:
+            first = WHITE
+        handicap = record.handicap if record.handicap > 1 and not record.setup_white else 0
+        moves = [Move(BLACK if c == "B" else WHITE, int(a)) for c, a in record.moves]
+        if move_number is not None:
+            moves = moves[: max(move_number - 1, 0)]
+        saved = (self.size, self.komi, self.rules)
+        self.size, self.komi, self.rules = record.size, float(record.komi), rules
+        try:
+            self._replay(board, first, handicap, moves)
+        except EngineError:
+            self.size, self.komi, self.rules = saved
+            raise EngineError("illegal move in the file") from None
+        self._low_winrate = {BLACK: 0, WHITE: 0}
+        self.player.new_game()
+
+
+RULES_FOR_KGS = {"chinese": "chinese-ogs", "aga": "aga", "new_zealand": "new-zealand"}
+
+
+def rules_json(name: str) -> dict:
+    """``kata-get-rules``: a preset in KataGo's JSON form."""
+    rules = RULE_PRESETS[name]
+    bonus = {"none": "0", "n": "N", "n-1": "N-1"}[rules.handicap_bonus]
+    return {
+        "hasButton": False,
+        "ko": rules.ko.upper(),
+        "scoring": "AREA",
+        "suicide": rules.multi_stone_suicide,
+        "tax": "NONE",
+        "whiteHandicapBonus": bonus,
+    }
+
+
+def rules_from_json(fields: dict) -> str:
+    """The preset matching KataGo's JSON rules; raises EngineError where none does."""
+    wanted = rules_json("tromp-taylor") | {
+        "ko": None,
+        "suicide": None,
+        "whiteHandicapBonus": None,
+    }
+    for key, value in fields.items():
+        wanted[key] = str(value).upper() if isinstance(value, str) else value
+    for name in RULE_PRESETS:
+        candidate = rules_json(name)
+        if all(wanted[k] is None or wanted[k] == candidate[k] for k in candidate):
+            if set(wanted) == set(candidate):
+                return name
+    raise EngineError("rules not supported")

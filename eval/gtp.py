@@ -1,0 +1,676 @@
+"""GTP v2 front end: ``gojax gtp``, a Go engine for Sabaki, Lizzie, GoGui and servers.
+
+:class:`GTPServer` reads commands from any iterable of lines (``sys.stdin``,
+``io.StringIO``) and writes replies to a text stream, following the GTP v2
+specification: control characters other than tab and newline are dropped,
+tabs become spaces, everything after ``#`` is a comment, empty lines are
+ignored; a numeric id is echoed (``=7 ...``, ``?7 ...``); every reply ends
+with a blank line. Any input line gets one well-formed reply; an
+unexpected failure inside a command is answered ``? internal error: ...``.
+
+The analysis commands (``lz-analyze``, ``kata-analyze``) answer ``=`` at once
+and then stream one ``info ...`` line every interval from a background
+thread until the next line arrives on the input, which ends the reply with
+the blank line before that next command is read (KataGo's behaviour).
+See ``docs/gtp.md`` for the command list and the output formats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import math
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TextIO
+
+from eval.engine import (
+    RESIGN,
+    RULES_FOR_KGS,
+    Engine,
+    EngineError,
+    TimeSettings,
+    rules_from_json,
+    rules_json,
+)
+from eval.players import Analysis
+from gojax._board import BLACK, WHITE
+from gojax._coords import action_to_gtp, gtp_to_action
+
+NAME = "gojax"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_VERTEX = re.compile(r"^(?:pass|[A-HJ-Za-hj-z][0-9]{1,2})$", re.IGNORECASE)
+_MAX_SGF_BYTES = 10_000_000
+_DEFAULT_INTERVAL_CS = 100  # analysis report interval when none is given (1 s)
+
+
+class GTPError(Exception):
+    """A failed command; the message is the GTP error text."""
+
+
+def preprocess(line: str) -> str:
+    """GTP's input rules: drop control characters but HT/LF, HT → space, cut ``#`` comments."""
+    line = _CONTROL.sub("", line).replace("\t", " ")
+    return line.split("#", 1)[0].strip()
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("gojax")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+# ----------------------------------------------------------------------------
+# Argument parsing
+
+
+def _colour(text: str) -> int:
+    lower = text.lower()
+    if lower in ("b", "black"):
+        return BLACK
+    if lower in ("w", "white"):
+        return WHITE
+    raise GTPError("syntax error")
+
+
+def _int(text: str, low: int | None = None) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]{1,9}", text):
+        raise GTPError("syntax error")
+    value = int(text)
+    if low is not None and value < low:
+        raise GTPError("syntax error")
+    return value
+
+
+def _float(text: str, low: float | None = None) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise GTPError("syntax error") from None
+    if not math.isfinite(value) or (low is not None and value < low):
+        raise GTPError("syntax error")
+    return value
+
+
+def _args(args: list[str], count: int) -> list[str]:
+    if len(args) != count:
+        raise GTPError("syntax error")
+    return args
+
+
+class AnalyzeOptions:
+    """Arguments of ``lz-analyze``/``kata-analyze`` and their genmove forms."""
+
+    def __init__(self) -> None:
+        self.colour: int | None = None
+        self.interval: float = _DEFAULT_INTERVAL_CS / 100  # seconds
+        self.ownership = False
+        self.root_info = False
+        self.min_moves = 0
+        self.max_moves = 1_000_000
+
+    @classmethod
+    def parse(cls, args: list[str]) -> AnalyzeOptions:
+        """``[colour] [interval] {key value}``; the interval is in centiseconds."""
+        opts = cls()
+        rest = list(args)
+        if rest and rest[0].lower() in ("b", "w", "black", "white"):
+            opts.colour = _colour(rest.pop(0))
+        if rest and re.fullmatch(r"[0-9]+", rest[0]):
+            opts.interval = _int(rest.pop(0), 0) / 100
+        while rest:
+            key = rest.pop(0)
+            if key in ("allow", "avoid"):  # "avoid COLOUR VERTICES DEPTH": accepted, not obeyed
+                if len(rest) < 3:
+                    raise GTPError("syntax error")
+                del rest[:3]
+                continue
+            if not rest:
+                raise GTPError("syntax error")
+            value = rest.pop(0)
+            if key == "interval":
+                opts.interval = _int(value, 0) / 100
+            elif key in ("ownership", "rootInfo", "ownershipStdev", "movesOwnership", "pvVisits"):
+                if value not in ("true", "false"):
+                    raise GTPError("syntax error")
+                if key == "ownership":
+                    opts.ownership = value == "true"
+                elif key == "rootInfo":
+                    opts.root_info = value == "true"
+            elif key == "minmoves":
+                opts.min_moves = _int(value, 0)
+            elif key == "maxmoves":
+                opts.max_moves = _int(value, 0)
+            else:
+                raise GTPError("syntax error")
+        return opts
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}" if math.isfinite(x) else "0"
+
+
+def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeOptions) -> str:
+    """One analysis report line in Leela Zero's (``lz``) or KataGo's (``kata``) format.
+
+    ``lz``: win rate, prior and lcb as integers in 0..10000. ``kata``: floats,
+    scores in points; ``ownership`` (``[P]`` values, row-major from the top
+    left) after the moves when asked for. All from the mover's view.
+    """
+    parts = []
+    for info in analysis.moves[: max(opts.max_moves, 1)]:
+        vertex = action_to_gtp(info.action, size)
+        pv = " ".join(action_to_gtp(a, size) for a in info.pv)
+        if kata:
+            utility = 2 * info.winrate - 1
+            parts.append(
+                f"info move {vertex} visits {info.visits} utility {_fmt(utility)} "
+                f"winrate {_fmt(info.winrate)} scoreMean {_fmt(info.score_lead)} "
+                f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {_fmt(info.score_lead)} "
+                f"scoreSelfplay {_fmt(info.score_lead)} prior {_fmt(info.prior)} "
+                f"lcb {_fmt(info.lcb)} utilityLcb {_fmt(2 * info.lcb - 1)} "
+                f"order {info.order} pv {pv}"
+            )
+        else:
+            parts.append(
+                f"info move {vertex} visits {info.visits} "
+                f"winrate {_per10000(info.winrate)} prior {_per10000(info.prior)} "
+                f"lcb {_per10000(info.lcb)} order {info.order} pv {pv}"
+            )
+    if kata and opts.root_info:
+        parts.append(
+            f"rootInfo visits {analysis.visits} winrate {_fmt(analysis.winrate)} "
+            f"scoreLead {_fmt(analysis.score_lead)} utility {_fmt(2 * analysis.winrate - 1)}"
+        )
+    if kata and opts.ownership:
+        parts.append("ownership " + " ".join(_fmt(float(x)) for x in analysis.ownership))
+    return " ".join(parts)
+
+
+def _per10000(x: float) -> int:
+    return int(round(min(max(x if math.isfinite(x) else 0.0, 0.0), 1.0) * 10000))
+
+
+# ----------------------------------------------------------------------------
+# The server
+
+
+class _Analysis(threading.Thread):
+    """Streams analysis lines until stopped; the reply's ``=`` is already written."""
+
+    def __init__(self, server: GTPServer, opts: AnalyzeOptions, kata: bool) -> None:
+        super().__init__(daemon=True, name="gtp-analysis")
+        self.server = server
+        self.opts = opts
+        self.kata = kata
+        self.stop_event = threading.Event()
+        self.size = server.engine.size
+        self.analyses = server.engine.ponder(opts.colour)
+
+    def run(self) -> None:
+        previous = None
+        next_report = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                analysis = next(self.analyses)
+                if self.stop_event.is_set():
+                    break
+                now = time.monotonic()
+                if self.opts.interval > 0 and now >= next_report:
+                    line = format_analysis(analysis, self.size, kata=self.kata, opts=self.opts)
+                    self.server.write(line + "\n")
+                    next_report = now + max(self.opts.interval, 0.01)
+                if analysis is previous or self.opts.interval <= 0:
+                    # Nothing new to search for: sleep until the next report (or a stop).
+                    self.stop_event.wait(max(next_report - now, 0.01))
+                previous = analysis
+        except Exception as err:  # a failed analysis ends the stream, never the server
+            print(f"gojax gtp: analysis stopped: {err!r}", file=sys.stderr)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join()
+
+
+class GTPServer:
+    """A GTP v2 session over text streams.
+
+    Args:
+      engine: the game and its player.
+      out: where replies go (flushed after every write).
+      name, version: what ``name`` and ``version`` answer.
+    """
+
+    def __init__(self, engine: Engine, out: TextIO, *, name: str = NAME, version: str = "") -> None:
+        self.engine = engine
+        self.out = out
+        self.name = name
+        self.version = version or _version()
+        self._lock = threading.Lock()
+        self._analysis: _Analysis | None = None
+        self.commands: dict[str, Callable[[list[str], str], str | None]] = {
+            "protocol_version": lambda args, _id: "2",
+            "name": lambda args, _id: self.name,
+            "version": lambda args, _id: self.version,
+            "known_command": self.cmd_known_command,
+            "list_commands": lambda args, _id: "\n".join(self.commands),
+            "quit": lambda args, _id: "",
+            "boardsize": self.cmd_boardsize,
+            "clear_board": self.cmd_clear_board,
+            "komi": self.cmd_komi,
+            "get_komi": lambda args, _id: _fmt(self.engine.komi),
+            "play": self.cmd_play,
+            "genmove": self.cmd_genmove,
+            "undo": self.cmd_undo,
+            "showboard": self.cmd_showboard,
+            "final_score": lambda args, _id: self.engine.final_score(),
+            "final_status_list": self.cmd_final_status_list,
+            "loadsgf": self.cmd_loadsgf,
+            "printsgf": self.cmd_printsgf,
+            "fixed_handicap": self.cmd_fixed_handicap,
+            "place_free_handicap": self.cmd_place_free_handicap,
+            "set_free_handicap": self.cmd_set_free_handicap,
+            "time_settings": self.cmd_time_settings,
+            "time_left": self.cmd_time_left,
+            "kgs-time_settings": self.cmd_kgs_time_settings,
+            "kgs-rules": self.cmd_kgs_rules,
+            "kata-set-rules": self.cmd_kata_set_rules,
+            "kata-get-rules": lambda args, _id: json.dumps(
+                rules_json(self.engine.rules), separators=(",", ":")
+            ),
+            "lz-analyze": self.cmd_lz_analyze,
+            "kata-analyze": self.cmd_kata_analyze,
+            "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
+            "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
+            "stop": lambda args, _id: "",
+            "clear_cache": self.cmd_clear_cache,
+        }
+
+    # -- the loop -------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self.out.write(text)
+            self.out.flush()
+
+    def serve(self, lines: Iterable[str]) -> None:
+        """Answer every line of ``lines`` until ``quit`` or the end of the input."""
+        try:
+            for raw in lines:
+                # Any input ends a running analysis, a blank line included (KataGo).
+                self._stop_analysis()
+                if not self.handle(raw):
+                    break
+        finally:
+            self._stop_analysis()
+
+    def serve_stream(self, stream: TextIO) -> None:
+        """Like :meth:`serve`, reading ``stream`` line by line as it arrives."""
+        self.serve(iter(stream.readline, ""))
+
+    def _stop_analysis(self) -> None:
+        if self._analysis is not None:
+            self._analysis.stop()
+            self._analysis = None
+            self.write("\n")  # the blank line that ends the analysis reply
+
+    def handle(self, raw: str) -> bool:
+        """Answer one input line; ``False`` after ``quit``."""
+        line = preprocess(raw)
+        if not line:
+            return True
+        words = line.split()
+        ident = ""
+        if words[0].isdigit() and words[0].isascii():
+            ident = str(int(words[0]))
+            words = words[1:]
+        if not words:
+            self.write(f"?{ident} unknown command\n\n")
+            return True
+        command, args = words[0], words[1:]
+        handler = self.commands.get(command)
+        if handler is None:
+            self.write(f"?{ident} unknown command\n\n")
+            return True
+        try:
+            result = handler(args, ident)
+        except GTPError as err:
+            self.write(f"?{ident} {err}\n\n")
+            return True
+        except EngineError as err:
+            self.write(f"?{ident} {_one_line(str(err))}\n\n")
+            return True
+        except Exception as err:  # never die on a command: report and carry on
+            self.write(f"?{ident} internal error: {_one_line(repr(err))}\n\n")
+            return True
+        if result is not None:  # None: the handler wrote (or is writing) its own reply
+            self.write(_reply(ident, result))
+        return command != "quit"
+
+    # -- commands -------------------------------------------------------------
+
+    def cmd_known_command(self, args, _id):
+        _args(args, 1)
+        return "true" if args[0] in self.commands else "false"
+
+    def cmd_boardsize(self, args, _id):
+        size = _int(_args(args, 1)[0])
+        if not 2 <= size <= 19:
+            raise GTPError("unacceptable size")
+        self.engine.set_size(size)
+        return ""
+
+    def cmd_clear_board(self, args, _id):
+        _args(args, 0)
+        self.engine.clear()
+        return ""
+
+    def cmd_komi(self, args, _id):
+        komi = _float(_args(args, 1)[0])
+        if abs(komi) > 2 * self.engine.size**2:
+            raise GTPError("syntax error")
+        self.engine.set_komi(komi)
+        return ""
+
+    def _vertex(self, text: str) -> int:
+        if not _VERTEX.match(text):
+            raise GTPError("syntax error")
+        try:
+            return gtp_to_action(text, self.engine.size)
+        except ValueError:
+            raise GTPError("illegal move") from None
+
+    def cmd_play(self, args, _id):
+        colour_text, vertex = _args(args, 2)
+        colour = _colour(colour_text)
+        self.engine.play(colour, self._vertex(vertex))
+        return ""
+
+    def cmd_genmove(self, args, _id):
+        colour = _colour(_args(args, 1)[0])
+        action, _ = self.engine.genmove(colour)
+        return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+    def cmd_undo(self, args, _id):
+        _args(args, 0)
+        self.engine.undo()
+        return ""
+
+    def cmd_showboard(self, args, _id):
+        from gojax import render
+
+        _args(args, 0)
+        return "\n" + render.state_to_text(self.engine.state)
+
+    def cmd_final_status_list(self, args, _id):
+        status = _args(args, 1)[0]
+        if status not in ("alive", "dead", "seki"):
+            raise GTPError("syntax error")
+        points = self.engine.final_status(status)
+        # GTP's vertex*** form: one string (chain) per line.
+        chains: dict[int, list[str]] = {}
+        labels = self.engine.state.chain.tolist()
+        for point in points:
+            chains.setdefault(labels[point], []).append(action_to_gtp(point, self.engine.size))
+        return "\n".join(" ".join(chain) for chain in chains.values())
+
+    def cmd_loadsgf(self, args, _id):
+        from gojax import sgf
+
+        if len(args) not in (1, 2):
+            raise GTPError("syntax error")
+        move_number = _int(args[1], 1) if len(args) == 2 else None
+        path = args[0]
+        # Only ordinary files of sane size: a FIFO or a device would hang the engine.
+        if not os.path.isfile(path) or os.path.getsize(path) > _MAX_SGF_BYTES:
+            raise GTPError("cannot load file")
+        try:
+            record = sgf.load(path)
+        except (OSError, ValueError) as err:
+            raise GTPError(f"cannot load file: {_one_line(str(err))}") from None
+        try:
+            self.engine.load_record(record, move_number)
+        except EngineError as err:
+            raise GTPError(f"cannot load file: {err}") from None
+        return ""
+
+    def cmd_printsgf(self, args, _id):
+        from gojax import sgf
+
+        if len(args) > 1:
+            raise GTPError("syntax error")
+        if args:
+            try:
+                sgf.save(self.engine.to_record(), args[0])
+            except (OSError, ValueError) as err:
+                raise GTPError(f"cannot save file: {_one_line(str(err))}") from None
+            return ""
+        return self.engine.to_sgf().strip()
+
+    def cmd_fixed_handicap(self, args, _id):
+        stones = _int(_args(args, 1)[0])
+        points = self.engine.fixed_handicap(stones)
+        return " ".join(action_to_gtp(p, self.engine.size) for p in points)
+
+    def cmd_place_free_handicap(self, args, _id):
+        stones = _int(_args(args, 1)[0])
+        points = self.engine.place_free_handicap(stones)
+        return " ".join(action_to_gtp(p, self.engine.size) for p in points)
+
+    def cmd_set_free_handicap(self, args, _id):
+        if not args:
+            raise GTPError("syntax error")
+        points = []
+        for text in args:
+            point = self._vertex(text)
+            if point == self.engine.size**2:
+                raise GTPError("bad vertex list")
+            points.append(point)
+        self.engine.set_free_handicap(points)
+        return ""
+
+    def cmd_time_settings(self, args, _id):
+        main, byo, stones = _args(args, 3)
+        settings = TimeSettings.from_gtp(_float(main, 0), _float(byo, 0), _int(stones, 0))
+        self.engine.set_time(settings)
+        return ""
+
+    def cmd_kgs_time_settings(self, args, _id):
+        if not args:
+            raise GTPError("syntax error")
+        kind, rest = args[0].lower(), args[1:]
+        if kind == "none" and not rest:
+            settings = TimeSettings()
+        elif kind == "absolute" and len(rest) == 1:
+            settings = TimeSettings("absolute", _float(rest[0], 0))
+        elif kind == "canadian" and len(rest) == 3:
+            main, byo, stones = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
+            if byo <= 0 or stones < 1:
+                raise GTPError("syntax error")
+            settings = TimeSettings("canadian", main, byo, period_stones=stones)
+        elif kind == "byoyomi" and len(rest) == 3:
+            main, byo, periods = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
+            if periods == 0 or byo <= 0:
+                settings = TimeSettings("absolute", main)
+            else:
+                settings = TimeSettings("byoyomi", main, byo, periods=periods)
+        else:
+            raise GTPError("syntax error")
+        self.engine.set_time(settings)
+        return ""
+
+    def cmd_time_left(self, args, _id):
+        colour, seconds, stones = _args(args, 3)
+        self.engine.time_left(_colour(colour), _float(seconds), _int(stones, 0))
+        return ""
+
+    def cmd_kgs_rules(self, args, _id):
+        name = _args(args, 1)[0].lower()
+        if name not in RULES_FOR_KGS:
+            raise GTPError("rules not supported")  # japanese: territory scoring
+        self.engine.set_rules(RULES_FOR_KGS[name])
+        return ""
+
+    def cmd_kata_set_rules(self, args, _id):
+        if not args:
+            raise GTPError("syntax error")
+        text = " ".join(args)
+        if text.startswith("{"):
+            try:
+                fields = json.loads(text)
+            except ValueError:
+                raise GTPError("syntax error") from None
+            if not isinstance(fields, dict):
+                raise GTPError("syntax error")
+            name = rules_from_json(fields)
+        else:
+            from gojax._rules import get_rules
+
+            try:
+                name = get_rules(text).name
+            except ValueError:
+                raise GTPError("rules not supported") from None
+        self.engine.set_rules(name)
+        return ""
+
+    def cmd_clear_cache(self, args, _id):
+        self.engine.player.new_game()
+        return ""
+
+    def _start_analysis(self, args, ident, *, kata: bool):
+        opts = AnalyzeOptions.parse(args)
+        analysis = _Analysis(self, opts, kata)  # may fail (bad position): before the "="
+        self.write(f"={ident}\n")
+        self._analysis = analysis
+        analysis.start()
+        return None
+
+    def cmd_lz_analyze(self, args, ident):
+        return self._start_analysis(args, ident, kata=False)
+
+    def cmd_kata_analyze(self, args, ident):
+        return self._start_analysis(args, ident, kata=True)
+
+    def _genmove_analyze(self, args, ident, *, kata: bool):
+        opts = AnalyzeOptions.parse(args)
+        colour = self.engine.to_play if opts.colour is None else opts.colour
+        size = self.engine.size
+        lines: list[str] = []
+        last = [-math.inf]
+
+        def progress(analysis: Analysis) -> None:
+            now = time.monotonic()
+            if opts.interval > 0 and now - last[0] >= opts.interval:
+                last[0] = now
+                lines.append(format_analysis(analysis, size, kata=kata, opts=opts))
+
+        # A failure here is reported as an ordinary error: nothing was written yet.
+        action, analysis = self.engine.genmove(colour, progress=progress)
+        final = format_analysis(analysis, size, kata=kata, opts=opts)
+        if not lines or lines[-1] != final:
+            lines.append(final)
+        move = "resign" if action == RESIGN else action_to_gtp(action, size)
+        self.write(f"={ident}\n" + "".join(line + "\n" for line in lines) + f"play {move}\n\n")
+        return None
+
+    def cmd_lz_genmove_analyze(self, args, ident):
+        return self._genmove_analyze(args, ident, kata=False)
+
+    def cmd_kata_genmove_analyze(self, args, ident):
+        return self._genmove_analyze(args, ident, kata=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "error"
+
+
+def _reply(ident: str, text: str) -> str:
+    """``=id text`` with no empty line inside, then the blank line that ends it."""
+    lines = text.split("\n")
+    body = "\n".join([lines[0]] + [line for line in lines[1:] if line.strip()])
+    return f"={ident} {body}\n\n" if body else f"={ident}\n\n"
+
+
+# ----------------------------------------------------------------------------
+# Command line: gojax gtp
+
+
+def make_engine(args: argparse.Namespace) -> Engine:
+    """The engine ``gojax gtp`` runs, from its parsed flags."""
+    from eval import players
+
+    if args.player == "uniform":
+        player = players.UniformPlayer()
+    else:
+        if not args.model:
+            raise ValueError("--model is required (a KataGo .bin.gz network)")
+        from gojax.katago_model import load_model
+
+        model = load_model(args.model)
+        kind = args.player
+        if kind == "auto":
+            kind = "search" if args.visits > 1 else "policy"
+        if kind == "search":
+            symmetry = "random" if args.symmetry is None else args.symmetry
+            player = players.SearchPlayer(model, symmetry=symmetry, visits=args.visits)
+        else:
+            symmetry = "average" if args.symmetry is None else args.symmetry
+            player = players.PolicyPlayer(model, symmetry=symmetry)
+    return Engine(
+        player,
+        size=args.size,
+        komi=args.komi,
+        rules=args.rules,
+        visits=args.visits,
+        resign_threshold=args.resign_threshold,
+        lag=args.lag,
+        seed=args.seed,
+    )
+
+
+def cmd_gtp(args: argparse.Namespace) -> int:
+    engine = make_engine(args)
+    print(f"gojax gtp: {engine.player.name}, GTP ready", file=sys.stderr, flush=True)
+    GTPServer(engine, sys.stdout).serve_stream(sys.stdin)
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gtp`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
+    from gojax._rules import RULE_PRESETS
+    from gojax.cli import _positive, _symmetry_arg
+
+    gtp = commands.add_parser("gtp", help="play and analyse over GTP (Sabaki, Lizzie, GoGui)")
+    gtp.add_argument("--model", help="a KataGo model file (.bin.gz)")
+    gtp.add_argument(
+        "--player",
+        choices=("auto", "policy", "search", "uniform"),
+        default="auto",
+        help="policy: the raw network policy; search: tree search with --visits; "
+        "uniform: random moves; auto (default): search when --visits > 1, else policy",
+    )
+    gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
+    gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
+    gtp.add_argument("--komi", type=float, default=7.5)
+    gtp.add_argument("--size", type=int, choices=range(2, 20), default=19, metavar="2..19")
+    gtp.add_argument(
+        "--resign-threshold",
+        type=float,
+        default=None,
+        help="resign when the win rate stays below this for 3 moves (default: never)",
+    )
+    gtp.add_argument(
+        "--symmetry",
+        type=_symmetry_arg,
+        default=None,
+        help="0..7, random or average (default: average for policy, random for search)",
+    )
+    gtp.add_argument("--lag", type=float, default=1.0, help="seconds kept back per timed move")
+    gtp.add_argument("--seed", type=int, default=0)
+    gtp.set_defaults(run=cmd_gtp)

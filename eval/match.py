@@ -1,0 +1,735 @@
+"""Matches between two GTP engines: N games, checked and scored by our rules.
+
+>>> result = run_match(MatchConfig(                                   # doctest: +SKIP
+...     engine_a="gnugo --mode gtp --level 0", engine_b="gnugo --mode gtp --level 10",
+...     games=20, size=9, komi=7.0, rules="chinese", out="matches/l0-vs-l10"))
+>>> print(format_table(result))                                       # doctest: +SKIP
+
+Engine A takes Black in even games (0, 2, ...) and White in odd ones. Every
+move an engine generates is checked by gojax's rules before it is relayed to
+the other engine: an illegal (or unreadable) move loses the game on the spot
+and is never passed on. A game ends after two passes in a row, a resignation
+or the move cap, and is scored by Tromp-Taylor area with komi on the final
+board (every stone counts as alive, so engines should capture dead stones
+before passing). An engine that hangs past the move timeout or dies loses the
+game and is restarted for the next one.
+
+Files in the output folder:
+
+* ``match.json``: the settings; a rerun must match them (``games`` may grow).
+* ``results.jsonl``: one JSON object per finished game, appended and synced
+  after its SGF is written, so an interrupted match resumes where it stopped.
+* ``game-0001.sgf`` ...: every game, written atomically.
+* ``engine-a.log``, ``engine-b.log``: the engines' stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import functools
+import json
+import math
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax
+
+from eval.gtp_client import (
+    EngineDied,
+    EngineError,
+    EngineProtocolError,
+    EngineTimeout,
+    GTPCommandError,
+    GTPEngine,
+    split_command,
+)
+from gojax import sgf
+from gojax._board import BLACK, legal_moves, new_game, play, score
+from gojax._coords import action_to_gtp, gtp_to_action
+from gojax._game import record_from_actions, result_string
+from gojax._rules import RULE_PRESETS, get_rules
+
+__all__ = [
+    "GameResult",
+    "MatchConfig",
+    "MatchResult",
+    "format_table",
+    "read_results",
+    "register",
+    "run_match",
+    "wilson_interval",
+]
+
+RESULTS_FILE = "results.jsonl"
+MANIFEST_FILE = "match.json"
+# Reasons a game ends. The first three are decided on the board; the rest are
+# forfeits by the engine named ``loser`` in the game's result.
+REASONS = ("score", "cap", "resign", "illegal", "timeout", "error", "refused")
+# kgs-rules knows only KGS's rule names; send it only where the match is exact
+# enough (tromp-taylor has no KGS name: such engines keep their own defaults).
+KGS_RULES = {
+    "chinese": "chinese",
+    "chinese-ogs": "chinese",
+    "aga": "aga",
+    "new-zealand": "new_zealand",
+}
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def wilson_interval(successes: float, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval for a success rate (95% for the default ``z``).
+
+    Draws may be counted as half a success. With no trials the interval is
+    ``(0, 1)``.
+
+    >>> lo, hi = wilson_interval(5, 10)
+    >>> round(lo, 4), round(hi, 4)
+    (0.2366, 0.7634)
+    """
+    if trials <= 0:
+        return 0.0, 1.0
+    p = successes / trials
+    z2 = z * z
+    denominator = 1 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# ---------------------------------------------------------------------------- data
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchConfig:
+    """What to play.
+
+    ``time`` is GTP's ``time_settings`` (main seconds, byo-yomi seconds,
+    byo-yomi stones); the engines are told and kept informed with
+    ``time_left``, but only ``move_timeout`` is enforced (a move that takes
+    longer forfeits the game).
+    """
+
+    engine_a: str | Sequence[str]
+    engine_b: str | Sequence[str]
+    out: str | os.PathLike
+    games: int = 2
+    size: int = 9
+    komi: float = 7.5
+    rules: str = "tromp-taylor"
+    name_a: str | None = None  # default: the engine's GTP name and version
+    name_b: str | None = None
+    time: tuple[float, float, int] | None = None
+    max_moves: int | None = None  # default 2 * size * size
+    move_timeout: float = 300.0  # seconds for one genmove (first moves may compile)
+    command_timeout: float = 60.0  # seconds for any other command
+    start_timeout: float = 300.0  # seconds for an engine's first answer
+
+    def cap(self) -> int:
+        return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
+
+
+@dataclasses.dataclass(frozen=True)
+class GameResult:
+    """One finished game, as a line of ``results.jsonl``."""
+
+    game: int  # 0-based; engine A is Black in even games
+    black: str  # "A" or "B"
+    black_name: str
+    white_name: str
+    result: str  # SGF RE: "B+3", "W+R", "B+T", "W+F", "0"
+    winner: str | None  # "A", "B", or None for a draw
+    reason: str  # one of REASONS
+    moves: int  # moves played (passes included; an illegal move is not)
+    margin: float  # Black's Tromp-Taylor margin on the final board, komi included
+    loser_move: str | None  # the illegal or refused move, as the engine gave it
+    seconds: float
+    sgf: str  # file name in the output folder
+
+    @property
+    def white(self) -> str:
+        return "B" if self.black == "A" else "A"
+
+    @property
+    def loser(self) -> str | None:
+        return None if self.winner is None else ("B" if self.winner == "A" else "A")
+
+
+@dataclasses.dataclass
+class MatchResult:
+    """Finished games (by game number) and the tallies the result table shows."""
+
+    config: MatchConfig
+    games: list[GameResult]
+    names: dict[str, str]  # "A"/"B" → display name
+
+    def wins(self, engine: str, colour: str | None = None) -> int:
+        """Games ``engine`` ("A"/"B") won, as ``colour`` ("B"/"W") if given."""
+        return sum(
+            1
+            for g in self.games
+            if g.winner == engine and (colour is None or (g.black == engine) == (colour == "B"))
+        )
+
+    @property
+    def draws(self) -> int:
+        return sum(1 for g in self.games if g.winner is None)
+
+    def forfeits(self, engine: str, reason: str) -> int:
+        """Games ``engine`` lost by ``reason`` (illegal, timeout, error, refused)."""
+        return sum(1 for g in self.games if g.loser == engine and g.reason == reason)
+
+    @property
+    def win_rate_a(self) -> float:
+        n = len(self.games)
+        return (self.wins("A") + 0.5 * self.draws) / n if n else float("nan")
+
+    @property
+    def interval_a(self) -> tuple[float, float]:
+        """95% Wilson interval of A's win rate (a draw counts half)."""
+        return wilson_interval(self.wins("A") + 0.5 * self.draws, len(self.games))
+
+    @property
+    def mean_length(self) -> float:
+        return sum(g.moves for g in self.games) / len(self.games) if self.games else float("nan")
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_results(folder: str | os.PathLike, *, repair: bool = False) -> dict[int, GameResult]:
+    """The finished games in ``folder``'s results file, by game number.
+
+    A last line cut short (the process was killed while appending) is
+    ignored, and with ``repair`` removed from the file, so that the next
+    append starts on a line of its own. A bad line elsewhere raises
+    ValueError naming it.
+    """
+    path = Path(folder) / RESULTS_FILE
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    results: dict[int, GameResult] = {}
+    fields = {f.name for f in dataclasses.fields(GameResult)}
+    kept = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            kept += len(line) + 1
+            continue
+        last = number == len(lines)  # no newline after it: possibly torn
+        try:
+            entry = json.loads(line)
+            game = GameResult(**{k: v for k, v in entry.items() if k in fields})
+        except (ValueError, TypeError) as err:
+            if last:
+                break
+            raise ValueError(f"{path}, line {number}: not a game result ({err})") from None
+        if last:
+            break  # complete JSON but no newline: treat as torn too, it is replayed
+        results[game.game] = game
+        kept += len(line) + 1
+    if repair and kept < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(kept)
+            f.flush()
+            os.fsync(f.fileno())
+    return results
+
+
+def _append_result(folder: Path, game: GameResult) -> None:
+    line = json.dumps(dataclasses.asdict(game), sort_keys=True) + "\n"
+    with open(folder / RESULTS_FILE, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _manifest(config: MatchConfig) -> dict:
+    return {
+        "engine_a": shlex.join(split_command(config.engine_a)),
+        "engine_b": shlex.join(split_command(config.engine_b)),
+        "size": config.size,
+        "komi": float(config.komi),
+        "rules": get_rules(config.rules).name,
+        "max_moves": config.cap(),
+        "time": list(config.time) if config.time else None,
+    }
+
+
+def _check_manifest(folder: Path, config: MatchConfig) -> None:
+    """Write the settings on the first run; refuse to continue a different match."""
+    path = folder / MANIFEST_FILE
+    wanted = _manifest(config)
+    if path.exists():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as err:
+            raise ValueError(f"{path}: unreadable ({err})") from None
+        differ = [k for k in wanted if k != "time" and stored.get(k) != wanted[k]]
+        if differ:
+            details = "; ".join(f"{k}: {stored.get(k)!r} there, {wanted[k]!r} now" for k in differ)
+            raise ValueError(
+                f"{folder} holds a different match ({details}); use another output folder"
+            )
+    else:
+        _write_atomic(path, json.dumps(wanted, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------- engines
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+class _Clock:
+    """One side's clock under Canadian byo-yomi, for GTP ``time_left``."""
+
+    def __init__(self, main: float, byo: float, stones: int) -> None:
+        self.byo, self.stones = byo, stones
+        self.main_left = main
+        self.period_left = byo
+        self.stones_left = stones
+        self.in_byo = False
+
+    def spend(self, seconds: float) -> None:
+        if not self.in_byo:
+            if seconds <= self.main_left:
+                self.main_left -= seconds
+                return
+            seconds -= self.main_left
+            self.main_left = 0.0
+            if self.byo <= 0 or self.stones <= 0:
+                return  # absolute time: nothing after the main time
+            self.in_byo = True
+        self.period_left = max(0.0, self.period_left - seconds)
+        self.stones_left -= 1
+        if self.stones_left <= 0:  # a new period starts
+            self.period_left, self.stones_left = self.byo, self.stones
+
+    def time_left(self) -> tuple[int, int]:
+        if self.in_byo:
+            return int(self.period_left), self.stones_left
+        return int(self.main_left), 0
+
+
+class _Seat:
+    """Engine A or B: its process (restarted after a crash or timeout) and its name."""
+
+    def __init__(self, key: str, config: MatchConfig, folder: Path) -> None:
+        self.key = key
+        self.command = config.engine_a if key == "A" else config.engine_b
+        self.config = config
+        self.log = folder / f"engine-{key.lower()}.log"
+        self.fixed_name = config.name_a if key == "A" else config.name_b
+        self.engine: GTPEngine | None = None
+        self.name = self.fixed_name or key
+
+    def ensure(self) -> GTPEngine:
+        if self.engine is not None and self.engine.alive:
+            return self.engine
+        if self.engine is not None:
+            self.engine.close(timeout=1)
+        label = f"{self.key} ({self.fixed_name or Path(split_command(self.command)[0]).name})"
+        self.engine = GTPEngine(
+            self.command,
+            label=label,
+            log=self.log,
+            timeout=self.config.command_timeout,
+            start_timeout=self.config.start_timeout,
+        )
+        if self.fixed_name is None:
+            ok, name = self.engine.request("name")
+            ok_version, version = self.engine.request("version")
+            name = name.strip() if ok and name.strip() else self.key
+            if ok_version and version.strip():
+                name = f"{name} {version.strip()}"
+            self.name = name
+        self.engine.known_commands()
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+
+def _setup(engine: GTPEngine, config: MatchConfig) -> None:
+    """Tell an engine the game: size, empty board, komi, rules, time."""
+    rules = get_rules(config.rules).name
+    engine.send(f"boardsize {config.size}")
+    engine.send("clear_board")
+    engine.send(f"komi {config.komi:g}")
+    if engine.knows("kata-set-rules"):
+        engine.send(f"kata-set-rules {rules}")
+    elif engine.knows("kgs-rules") and rules in KGS_RULES:
+        engine.send(f"kgs-rules {KGS_RULES[rules]}")
+    if config.time is not None:
+        main, byo, stones = config.time
+        engine.send(f"time_settings {main:g} {byo:g} {int(stones)}")
+
+
+class _GameOver(Exception):
+    def __init__(self, loser: int, reason: str, move: str | None = None, note: str = "") -> None:
+        self.loser, self.reason, self.move, self.note = loser, reason, move, note
+
+
+# ---------------------------------------------------------------------------- one game
+
+
+def _play_game(
+    index: int, seats: dict[str, _Seat], config: MatchConfig, folder: Path
+) -> GameResult:
+    start = time.monotonic()
+    size, rules = config.size, get_rules(config.rules).name
+    black_key = "A" if index % 2 == 0 else "B"
+    white_key = "B" if black_key == "A" else "A"
+    by_colour = {1: seats[black_key], -1: seats[white_key]}
+    colour_name = {1: "b", -1: "w"}
+    state = new_game(size, komi=config.komi, rules=rules, max_moves=config.cap())
+    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
+    actions: list[int] = []
+    clocks = {c: _Clock(*config.time) for c in (1, -1)} if config.time else None
+    over: _GameOver | None = None
+    resigned: int | None = None
+
+    def guarded(colour: int, action: Callable[[GTPEngine], object]):
+        """Run ``action`` on the engine of ``colour``; a hang or death forfeits."""
+        seat = by_colour[colour]
+        try:
+            return action(seat.ensure())
+        except EngineTimeout as err:
+            raise _GameOver(colour, "timeout", note=str(err)) from None
+        except (EngineDied, EngineProtocolError) as err:
+            raise _GameOver(colour, "error", note=str(err)) from None
+
+    try:
+        for colour in (1, -1):
+            guarded(colour, lambda e: _setup(e, config))
+        while not bool(state.terminated):
+            colour = int(state.to_play)
+            other = -colour
+            engine_time = clocks[colour] if clocks else None
+
+            def generate(engine: GTPEngine, colour=colour, engine_time=engine_time) -> str:
+                if engine_time is not None and engine.knows("time_left"):
+                    left, stones = engine_time.time_left()
+                    engine.send(f"time_left {colour_name[colour]} {left} {stones}")
+                began = time.monotonic()
+                command = f"genmove {colour_name[colour]}"
+                ok, reply = engine.request(command, timeout=config.move_timeout)
+                if not ok:  # an engine that cannot move has lost, like one that died
+                    raise EngineProtocolError(engine.label, command, f"refused: {reply}")
+                if engine_time is not None:
+                    engine_time.spend(time.monotonic() - began)
+                return reply
+
+            reply = guarded(colour, generate).strip()
+            if reply.lower() == "resign":
+                resigned = colour
+                break
+            try:
+                action = gtp_to_action(reply, size)
+            except ValueError:
+                raise _GameOver(colour, "illegal", reply, "an unreadable move") from None
+            if not bool(legal_fn(state)[action]):
+                raise _GameOver(colour, "illegal", reply, f"illegal under {rules} rules")
+            state = play_fn(state, action)
+            actions.append(action)
+            vertex = action_to_gtp(action, size)
+            command = f"play {colour_name[colour]} {vertex}"
+            try:
+                guarded(other, lambda e, command=command: e.send(command))
+            except GTPCommandError as err:
+                # The other engine will not follow a move legal under our rules:
+                # it cannot go on, and the game is its loss.
+                raise _GameOver(other, "refused", vertex, str(err)) from None
+    except _GameOver as ended:
+        over = ended
+
+    margin = float(score(state))
+    if over is not None:
+        loser = over.loser
+        winner_colour = -loser
+        mark = {"illegal": "F", "refused": "F", "error": "F", "timeout": "T"}[over.reason]
+        result = f"{'B' if winner_colour == BLACK else 'W'}+{mark}"
+        reason, loser_move, note = over.reason, over.move, over.note
+    elif resigned is not None:
+        winner_colour = -resigned
+        result = f"{'B' if winner_colour == BLACK else 'W'}+R"
+        reason, loser_move, note = "resign", None, ""
+    else:
+        winner_colour = 1 if margin > 0 else -1 if margin < 0 else 0
+        result = result_string(margin)
+        reason = "score" if int(state.passes) >= 2 else "cap"
+        loser_move, note = None, ""
+    winner = None if winner_colour == 0 else (black_key if winner_colour == 1 else white_key)
+
+    black_name, white_name = seats[black_key].name, seats[white_key].name
+    name = f"game-{index + 1:04d}.sgf"
+    comment = f"Black: engine {black_key} ({black_name}); White: engine {white_key}"
+    comment += f" ({white_name}). Ended by {reason}"
+    if loser_move is not None:
+        comment += f" ({loser_move})"
+    if note:
+        comment += f": {note}"
+    record = record_from_actions(
+        actions,
+        size=size,
+        komi=config.komi,
+        rules=rules,
+        result=result,
+        player_black=black_name,
+        player_white=white_name,
+        date=datetime.date.today().isoformat(),
+        comment=comment + ".",
+        extra={"GN": [f"game {index + 1}"], "AP": ["gojax match"]},
+    )
+    sgf.save(record, folder / name)
+    return GameResult(
+        game=index,
+        black=black_key,
+        black_name=black_name,
+        white_name=white_name,
+        result=result,
+        winner=winner,
+        reason=reason,
+        moves=len(actions),
+        margin=margin,
+        loser_move=loser_move,
+        seconds=round(time.monotonic() - start, 3),
+        sgf=name,
+    )
+
+
+# ---------------------------------------------------------------------------- the match
+
+
+def run_match(
+    config: MatchConfig, *, progress: Callable[[GameResult, MatchResult], None] | None = None
+) -> MatchResult:
+    """Play the games of ``config`` not yet in its output folder; return all of them.
+
+    ``progress(game, so_far)`` is called after each game is saved. Raises
+    ValueError for bad settings or an output folder holding another match,
+    OSError when an engine cannot be started, and EngineError when an engine
+    refuses the game's setup (board size, komi, rules, time) or a genmove.
+    """
+    if config.games < 1:
+        raise ValueError(f"games must be positive, got {config.games}")
+    get_rules(config.rules)  # raises ValueError naming the known presets
+    if not 2 <= config.size <= 19:
+        raise ValueError(f"board size {config.size} is not supported (2..19)")
+    if config.time is not None:
+        main, byo, stones = config.time
+        if main < 0 or byo < 0 or stones < 0:
+            raise ValueError(f"time settings must not be negative, got {config.time}")
+    if config.cap() < 1:
+        raise ValueError(f"max_moves must be positive, got {config.max_moves}")
+    folder = Path(config.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    _check_manifest(folder, config)
+    done = read_results(folder, repair=True)
+    seats = {key: _Seat(key, config, folder) for key in "AB"}
+    names = {key: seats[key].name for key in "AB"}
+    for game in done.values():  # names from the games already played
+        names[game.black] = game.black_name
+        names["B" if game.black == "A" else "A"] = game.white_name
+    result = MatchResult(config, [done[i] for i in sorted(done) if i < config.games], dict(names))
+    todo = [i for i in range(config.games) if i not in done]
+    try:
+        for key in "AB" if todo else "":
+            seats[key].ensure()  # fail fast, before any game, if an engine cannot start
+            result.names[key] = seats[key].name
+        for index in todo:
+            game = _play_game(index, seats, config, folder)
+            _append_result(folder, game)
+            result.games.append(game)
+            result.games.sort(key=lambda g: g.game)
+            if progress is not None:
+                progress(game, result)
+    finally:
+        for seat in seats.values():
+            seat.close()
+    return result
+
+
+def format_table(result: MatchResult) -> str:
+    """The result table: wins by colour, forfeits, A's win rate with its 95% interval."""
+    config = result.config
+    n = len(result.games)
+    lines = [
+        f"A: {result.names['A']}  ({shlex.join(split_command(config.engine_a))})",
+        f"B: {result.names['B']}  ({shlex.join(split_command(config.engine_b))})",
+        f"{config.size}x{config.size}, komi {config.komi:g}, {get_rules(config.rules).name} "
+        f"rules, Tromp-Taylor scoring; {n} games",
+        "",
+        f"{'':<22}{'A':>8}{'B':>8}",
+    ]
+
+    def row(label: str, a: object, b: object) -> None:
+        lines.append(f"{label:<22}{a!s:>8}{b!s:>8}")
+
+    row("wins", result.wins("A"), result.wins("B"))
+    row("  as Black", result.wins("A", "B"), result.wins("B", "B"))
+    row("  as White", result.wins("A", "W"), result.wins("B", "W"))
+    row(
+        "resigned",
+        *(sum(g.loser == k and g.reason == "resign" for g in result.games) for k in "AB"),
+    )
+    for reason, label in (
+        ("illegal", "illegal moves"),
+        ("timeout", "timeouts"),
+        ("error", "errors"),
+        ("refused", "refused legal moves"),
+    ):
+        row(label, result.forfeits("A", reason), result.forfeits("B", reason))
+    lines.append("")
+    lines.append(f"draws: {result.draws}")
+    if n:
+        lo, hi = result.interval_a
+        lines.append(
+            f"A win rate: {100 * result.win_rate_a:.1f}% "
+            f"(95% Wilson interval {100 * lo:.1f}%..{100 * hi:.1f}%)"
+        )
+        lines.append(f"mean game length: {result.mean_length:.1f} moves")
+        endings = {r: sum(g.reason == r for g in result.games) for r in REASONS}
+        lines.append("ended by: " + ", ".join(f"{r} {c}" for r, c in endings.items() if c))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def _time_arg(text: str) -> tuple[float, float, int]:
+    try:
+        main, byo, stones = text.split(":")
+        value = (float(main), float(byo), int(stones))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected MAIN:BYO:STONES (seconds, seconds, stones), got {text!r}"
+        ) from None
+    if min(value) < 0:
+        raise argparse.ArgumentTypeError(f"time settings must not be negative, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    config = MatchConfig(
+        engine_a=args.engine_a,
+        engine_b=args.engine_b,
+        out=args.out,
+        games=args.games,
+        size=args.size,
+        komi=args.komi,
+        rules=args.rules,
+        name_a=args.name_a,
+        name_b=args.name_b,
+        time=args.time,
+        max_moves=args.max_moves,
+        move_timeout=args.move_timeout,
+    )
+    folder = Path(config.out)
+    finished = 0
+    if (folder / MANIFEST_FILE).exists():
+        _check_manifest(folder, config)  # a different match is an error, not a resume
+        finished = len(read_results(folder))
+    if finished:
+        print(f"resuming {config.out}: {finished} games already played", flush=True)
+
+    def progress(game: GameResult, so_far: MatchResult) -> None:
+        if args.quiet:
+            return
+        white = "B" if game.black == "A" else "A"
+        line = (
+            f"game {game.game + 1}/{config.games}: {game.black} ({game.black_name}) B vs "
+            f"{white} ({game.white_name}) W: {game.result} by {game.reason}"
+        )
+        if game.loser_move:
+            line += f" ({game.loser_move})"
+        line += f", {game.moves} moves, {game.seconds:.1f} s"
+        line += f"  [A {so_far.wins('A')} - B {so_far.wins('B')}]"
+        print(line, flush=True)
+
+    try:
+        result = run_match(config, progress=progress)
+    except EngineError as err:
+        print(f"gojax match: error: {err}", file=sys.stderr)
+        return 2
+    print()
+    print(format_table(result))
+    print(f"\nSGF files and {RESULTS_FILE} in {config.out}")
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gojax match`` to the subcommands of the ``gojax`` parser."""
+    match = commands.add_parser(
+        "match", help="play games between two GTP engines, checked and scored by our rules"
+    )
+    match.add_argument("--engine-a", required=True, metavar="CMD", help="engine A's command line")
+    match.add_argument("--engine-b", required=True, metavar="CMD", help="engine B's command line")
+    match.add_argument("--games", type=_positive_int, default=2, help="games to play (default 2)")
+    match.add_argument("--size", type=int, default=9, help="board side, 2..19 (default 9)")
+    match.add_argument("--komi", type=float, default=7.5)
+    match.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
+    match.add_argument("--name-a", help="engine A's name in records (default: its GTP name)")
+    match.add_argument("--name-b", help="engine B's name in records (default: its GTP name)")
+    match.add_argument(
+        "--time", type=_time_arg, metavar="MAIN:BYO:STONES", help="GTP time_settings, in seconds"
+    )
+    match.add_argument(
+        "--max-moves", type=_positive_int, help="move cap, then score (default 2*size^2)"
+    )
+    match.add_argument(
+        "--move-timeout",
+        type=_positive_float,
+        default=300.0,
+        help="seconds a genmove may take before the engine is killed and forfeits (default 300)",
+    )
+    match.add_argument("--out", required=True, help="folder for SGF files and results (resumable)")
+    match.add_argument("--quiet", action="store_true", help="no line per game")
+    match.set_defaults(run=cmd_match)

@@ -1,0 +1,502 @@
+"""Move choosers for the GTP engine: one interface, several ways to pick a move.
+
+A player looks at one position and returns an :class:`Analysis`: the
+candidate moves with their visits, win rates, score leads, priors, lower
+confidence bounds and principal variations, plus the root's win rate, score
+and ownership. ``genmove`` plays the candidate of ``order`` 0; the analysis
+commands (``lz-analyze``, ``kata-analyze``) print the list.
+
+Every number is from the view of the player to move at the root (KataGo's
+``SIDETOMOVE`` convention, what Lizzie and Sabaki expect).
+
+* :class:`PolicyPlayer`: the raw network policy, one evaluation, no search.
+* :class:`SearchPlayer`: tree search (``gojax.search``) with a visit budget,
+  an optional deadline, and tree reuse between moves when search offers it.
+* :class:`UniformPlayer`: uniform priors and a random legal move, no network;
+  for protocol tests and as a sparring partner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gojax._board import GoState, legal_moves, play
+
+# A callback that receives intermediate analyses while a search runs.
+Progress = Callable[["Analysis"], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveInfo:
+    """One candidate move at the root, from the mover's view."""
+
+    action: int  # row * size + col, size * size = pass
+    visits: int  # simulations spent below this move
+    winrate: float  # in [0, 1]
+    score_lead: float  # points the mover leads by after this move
+    prior: float  # network policy probability, in [0, 1]
+    lcb: float  # lower confidence bound of the win rate, in [0, 1]
+    order: int  # rank: 0 is the move genmove plays
+    pv: tuple[int, ...]  # principal variation starting with ``action``
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """What a player thinks of one position (the mover's view throughout)."""
+
+    moves: tuple[MoveInfo, ...]  # candidates by ``order``; never empty
+    visits: int  # root visits
+    winrate: float  # root win rate, in [0, 1]
+    score_lead: float  # root score lead in points
+    score_stdev: float  # predicted spread of the final score in points
+    ownership: np.ndarray  # [P] float in [-1, 1], +1 = owned by the mover
+
+    @property
+    def best(self) -> MoveInfo:
+        """The move ``genmove`` plays."""
+        return self.moves[0]
+
+
+class Player(Protocol):
+    """The interface the engine talks to."""
+
+    name: str
+
+    def analyze(
+        self,
+        state: GoState,
+        *,
+        visits: int,
+        key: jax.Array,
+        deadline: float | None = None,
+        progress: Progress | None = None,
+    ) -> Analysis:
+        """Think about ``state`` (not finished) for at most ``visits`` visits.
+
+        ``deadline`` is a ``time.monotonic()`` instant the answer must come
+        before; ``progress`` may be called with intermediate analyses.
+        """
+        ...
+
+    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+        """Endless analyses of ``state``, each at least as deep as the last (for lz-analyze)."""
+        ...
+
+    def evaluate(self, state: GoState) -> Analysis:
+        """The network's opinion of ``state`` alone (ownership for dead stones, handicap)."""
+        ...
+
+    def warmup(self, state: GoState) -> None:
+        """Compile what ``analyze`` needs for this board size and rule set."""
+        ...
+
+    def new_game(self) -> None:
+        """Forget any search tree kept between moves."""
+        ...
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+def _batch(state: GoState) -> GoState:
+    return jax.tree.map(lambda x: x[None], state)
+
+
+def _live(state: GoState) -> GoState:
+    """``state`` with the game going on, so that a finished game can still be analysed."""
+    return state.replace(terminated=jnp.asarray(False), passes=jnp.asarray(0, jnp.int8))
+
+
+def _policy_analysis(
+    policy: np.ndarray,
+    legal: np.ndarray,
+    winrate: float,
+    score_lead: float,
+    score_stdev: float,
+    ownership: np.ndarray,
+    *,
+    chosen: int | None = None,
+    max_moves: int = 20,
+    min_prior: float = 1e-3,
+) -> Analysis:
+    """The analysis of one network evaluation: moves by prior, ``chosen`` first with 1 visit.
+
+    Args:
+      policy: ``[P+1]`` probabilities, pass last (0 on illegal moves).
+      legal: ``[P+1]`` bool.
+      chosen: the move to put first (default: the most probable legal move).
+    """
+    scores = np.where(legal, policy, -1.0)
+    ranked = [int(a) for a in np.argsort(-scores, kind="stable") if legal[a]]
+    if chosen is None:
+        chosen = ranked[0]
+    ranked = [chosen] + [a for a in ranked if a != chosen]
+    keep = [a for a in ranked[:max_moves] if a == chosen or policy[a] >= min_prior]
+    moves = tuple(
+        MoveInfo(
+            action=a,
+            visits=1 if a == chosen else 0,
+            winrate=winrate,
+            score_lead=score_lead,
+            prior=float(policy[a]),
+            # With no visits there is no confidence in the move at all.
+            lcb=winrate if a == chosen else 0.0,
+            order=i,
+            pv=(a,),
+        )
+        for i, a in enumerate(keep)
+    )
+    return Analysis(
+        moves=moves,
+        visits=1,
+        winrate=winrate,
+        score_lead=score_lead,
+        score_stdev=score_stdev,
+        ownership=ownership,
+    )
+
+
+class PolicyPlayer:
+    """The raw policy of a KataGo network: one evaluation, the most probable legal move.
+
+    The analysis lists legal moves by prior; the chosen one has 1 visit, the
+    others 0; every win rate and score is the root's (the value head's).
+    """
+
+    def __init__(self, model: Any, *, symmetry: int | str = "average") -> None:
+        from gojax.evaluate import make_evaluator
+
+        self.model = model
+        self.name = f"policy({model.name})"
+        self.symmetry = symmetry
+        self._run = make_evaluator(model, symmetry=symmetry)
+
+    def _outputs(self, state: GoState, key: jax.Array | None = None) -> dict[str, np.ndarray]:
+        if key is None:
+            key = jax.random.key(0)
+        out = self._run(self.model.variables, _batch(state), key=key)
+        return {k: np.asarray(v[0]) for k, v in out.items()}
+
+    def _analysis(self, state: GoState, key: jax.Array | None = None) -> Analysis:
+        out = self._outputs(state, key)
+        mover = int(state.to_play)
+        white_win = float(out["white_win"] + 0.5 * out["no_result"])
+        winrate = white_win if mover == -1 else 1.0 - white_win
+        lead = float(out["white_lead"]) * -mover
+        ownership = out["white_ownership"] * -mover
+        return _policy_analysis(
+            out["policy"],
+            out["legal"],
+            winrate,
+            lead,
+            float(out["score_stdev"]),
+            ownership.astype(np.float32),
+        )
+
+    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
+        analysis = self._analysis(state, key)
+        if progress is not None:
+            progress(analysis)
+        return analysis
+
+    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+        analysis = self._analysis(state, key)
+        while True:  # one evaluation says all this player will ever say
+            yield analysis
+
+    def evaluate(self, state: GoState) -> Analysis:
+        return self._analysis(state)
+
+    def warmup(self, state: GoState) -> None:
+        self._analysis(state)
+
+    def new_game(self) -> None:
+        pass
+
+
+class UniformPlayer:
+    """Uniform priors over legal moves, a random legal move; no network.
+
+    Pass is played only when nothing else is legal. Win rate 0.5, score 0,
+    ownership 0: a fast, honest stand-in for protocol tests.
+    """
+
+    name = "uniform"
+
+    def __init__(self, *, max_moves: int = 10) -> None:
+        self.max_moves = max_moves
+
+    def _analysis(self, state: GoState, key: jax.Array) -> Analysis:
+        legal = np.array(_jitted(legal_moves)(_live(state)))
+        legal[-1] = True
+        points = np.flatnonzero(legal[:-1])
+        policy = legal / legal.sum()
+        if len(points):
+            chosen = int(points[int(jax.random.randint(key, (), 0, len(points)))])
+        else:
+            chosen = len(legal) - 1
+        return _policy_analysis(
+            policy,
+            legal,
+            0.5,
+            0.0,
+            0.0,
+            np.zeros(len(legal) - 1, np.float32),
+            chosen=chosen,
+            max_moves=self.max_moves,
+            min_prior=0.0,
+        )
+
+    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
+        analysis = self._analysis(state, key)
+        if progress is not None:
+            progress(analysis)
+        return analysis
+
+    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+        analysis = self._analysis(state, key)
+        while True:
+            yield analysis
+
+    def evaluate(self, state: GoState) -> Analysis:
+        return self._analysis(state, jax.random.key(0))
+
+    def warmup(self, state: GoState) -> None:
+        _jitted(legal_moves)(state)
+        _jitted(play)(state, jnp.int32(0))
+
+    def new_game(self) -> None:
+        pass
+
+
+class SearchPlayer:
+    """Tree search (``gojax.search``, PUCT without root noise) with a KataGo network.
+
+    Every search runs ``visits`` simulations in one jitted call (a visit
+    budget is static in the compiled program). Between moves the subtree
+    below the moves played since the last search is kept and continued
+    (``gojax.search.reuse_subtree``), so only the missing visits are run.
+
+    Time: ``warmup`` compiles and times one search; when the deadline leaves
+    less than ``time_factor`` times that, the move comes from the raw policy
+    (one evaluation) instead, so a timed game is never lost by searching.
+
+    Per-move score leads come from one network evaluation of the position
+    after each listed move (batched with the root's, which gives ownership).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        symmetry: int | str = "random",
+        visits: int = 64,
+        max_listed: int = 16,
+        time_factor: float = 1.5,
+        c_puct: float = 1.25,
+    ) -> None:
+        from gojax.evaluate import check_symmetry
+        from gojax.search import SearchConfig
+
+        self.model = model
+        self.symmetry = check_symmetry(symmetry)
+        self.visits = int(visits)
+        self.max_listed = int(max_listed)
+        self.time_factor = float(time_factor)
+        self.name = f"search({model.name}, {visits} visits)"
+        self.config = SearchConfig(
+            kind="puct",
+            num_simulations=self.visits,
+            pb_c_init=c_puct,
+            dirichlet_fraction=0.0,
+            temperature_moves=0,
+        )
+        self._search, self._evaluate, self._reuse = _search_functions(model, self.symmetry)
+        self._empty: dict[tuple, Any] = {}
+        self._seconds: dict[tuple, float] = {}
+        self.new_game()
+
+    def new_game(self) -> None:
+        self._tree = None
+        self._root: GoState | None = None
+
+    @staticmethod
+    def _kind(state: GoState) -> tuple:
+        return (state.size, state.rules.name, state.max_moves)
+
+    def _empty_tree(self, state: GoState):
+        """An all-zero tree of the right shapes: ``search`` treats it as no tree."""
+        kind = self._kind(state)
+        if kind not in self._empty:
+            shapes = jax.eval_shape(
+                functools.partial(self._search, config=self.config, tree=None),
+                self.model.variables,
+                _batch(state),
+                jax.random.key(0),
+            ).tree
+            self._empty[kind] = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+        return self._empty[kind]
+
+    def _start_tree(self, state: GoState):
+        """The kept subtree for ``state`` if the moves since the last search are known."""
+        if self._tree is None or self._root is None or self._kind(self._root) != self._kind(state):
+            return self._empty_tree(state)
+        played = int(state.move_number) - int(self._root.move_number)
+        if not 0 <= played <= len(state.recent_moves):
+            return self._empty_tree(state)
+        tree = self._tree
+        # ``search`` checks that the root is exactly ``state``; a wrong guess costs nothing.
+        for action in np.asarray(state.recent_moves[:played])[::-1]:
+            if action < 0:
+                return self._empty_tree(state)
+            tree = self._reuse(tree, jnp.asarray([action], jnp.int32))
+        return tree
+
+    def _evaluations(self, state: GoState, actions: list[int], key: jax.Array) -> dict:
+        """Root and after-move evaluations: ``[1 + max_listed]`` rows of each output."""
+        padded = (actions + [state.num_actions - 1] * self.max_listed)[: self.max_listed]
+        out = self._evaluate(self.model.variables, state, jnp.asarray(padded, jnp.int32), key)
+        return {k: np.asarray(v) for k, v in out.items()}
+
+    def _policy(self, state: GoState, key: jax.Array) -> Analysis:
+        out = self._evaluations(state, [], key)
+        mover = int(state.to_play)
+        white_win = float(out["white_win"][0] + 0.5 * out["no_result"][0])
+        return _policy_analysis(
+            out["policy"][0],
+            out["legal"][0],
+            white_win if mover == -1 else 1.0 - white_win,
+            float(out["white_lead"][0]) * -mover,
+            float(out["score_stdev"][0]),
+            (out["white_ownership"][0] * -mover).astype(np.float32),
+        )
+
+    def _searched(self, state: GoState, key: jax.Array) -> Analysis:
+        key_search, key_eval = jax.random.split(key)
+        tree = self._start_tree(state)
+        result = self._search(self.model.variables, _batch(state), key_search, self.config, tree)
+        self._tree, self._root = result.tree, state
+        host = jax.device_get(result)
+        visits = host.visit_counts[0]
+        q = host.q_values[0]
+        chosen = int(host.action[0])
+        stats_prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[0, 0]))
+        visited = [int(a) for a in np.lexsort((stats_prior, visits)) if visits[a] > 0][::-1]
+        listed = [chosen] + [a for a in visited if a != chosen]
+        listed = listed[: self.max_listed]
+        out = self._evaluations(state, listed, key_eval)
+        mover = int(state.to_play)
+        winrates = (np.clip(q, -1.0, 1.0) + 1.0) / 2.0
+        bounds = lcb(winrates, visits)
+        from gojax.search import principal_variation
+
+        moves = tuple(
+            MoveInfo(
+                action=a,
+                visits=int(visits[a]),
+                winrate=float(winrates[a]),
+                score_lead=_finite(float(out["white_lead"][1 + i]) * -mover),
+                prior=float(stats_prior[a]),
+                lcb=float(bounds[a]),
+                order=i,
+                pv=tuple(principal_variation(host.tree, 0, a, 24)),
+            )
+            for i, a in enumerate(listed)
+        )
+        root_value = float(np.clip(host.root_value[0], -1.0, 1.0))
+        return Analysis(
+            moves=moves,
+            visits=int(visits.sum()) + 1,
+            winrate=(root_value + 1.0) / 2.0,
+            score_lead=_finite(float(out["white_lead"][0]) * -mover),
+            score_stdev=_finite(float(out["score_stdev"][0])),
+            ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
+        )
+
+    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
+        needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
+        if deadline is not None and deadline - _now() < needed:
+            analysis = self._policy(state, key)  # no time to search: the network's first choice
+        else:
+            analysis = self._searched(state, key)
+        if progress is not None:
+            progress(analysis)
+        return analysis
+
+    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+        key_policy, key_search = jax.random.split(key)
+        yield self._policy(state, key_policy)  # at once, while the search runs
+        analysis = self._searched(state, key_search)
+        while True:
+            yield analysis
+
+    def evaluate(self, state: GoState) -> Analysis:
+        return self._policy(state, jax.random.key(0))
+
+    def warmup(self, state: GoState) -> None:
+        state = _live(state)
+        self._policy(state, jax.random.key(0))
+        self.new_game()
+        self._searched(state, jax.random.key(0))  # compiles
+        start = _now()
+        self.new_game()
+        self._searched(state, jax.random.key(1))
+        self._seconds[self._kind(state)] = _now() - start
+        self.new_game()
+
+
+def _search_functions(model: Any, symmetry: int | str):
+    """Jitted ``search(variables, states, key, config, tree)``, root-and-children evaluation
+    ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``."""
+    from gojax.evaluate import evaluate
+    from gojax.search import katago_evaluator, reuse_subtree, search
+
+    net, version = model.module(), model.version
+
+    @functools.partial(jax.jit, static_argnames="config")
+    def run_search(variables, states, key, config, tree):
+        evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
+        return search(evaluator, states, key, config, tree)
+
+    @jax.jit
+    def run_evaluate(variables, state, actions, key):
+        children = jax.vmap(play, in_axes=(None, 0))(state, actions)
+        states = jax.tree.map(lambda r, c: jnp.concatenate([r[None], c]), state, children)
+        return evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)
+
+    return run_search, run_evaluate, jax.jit(reuse_subtree)
+
+
+def lcb(
+    winrate: np.ndarray, visits: np.ndarray, *, z: float = 1.96, spread: float = 0.15
+) -> np.ndarray:
+    """Lower confidence bounds of win rates, ``[A]`` → ``[A]``.
+
+    ``winrate - z * spread / sqrt(visits)``, clipped to [0, 1]: ``spread`` is
+    a typical standard deviation of one evaluation's win rate (search does
+    not keep the variance). Moves without visits get 0, as Leela Zero
+    reports them.
+    """
+    winrate = np.asarray(winrate, np.float64)
+    visits = np.asarray(visits, np.float64)
+    bound = winrate - z * spread / np.sqrt(np.maximum(visits, 1))
+    return np.where(visits > 0, np.clip(bound, 0.0, 1.0), 0.0)
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _finite(x: float, default: float = 0.0) -> float:
+    return x if math.isfinite(x) else default

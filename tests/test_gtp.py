@@ -1,0 +1,660 @@
+"""GTP front end and engine: conformance vectors, analysis streaming, time, fuzzing, CLI.
+
+Protocol tests run on an engine with the uniform (no network) player; the
+tests that need real moves use the reference KataGo net, loaded once.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import REPO, reference_path
+
+from eval.engine import (
+    Clock,
+    Engine,
+    TimeSettings,
+    allocate_time,
+    expected_moves_left,
+    rules_from_json,
+)
+from eval.gtp import GTPServer, preprocess
+from eval.players import PolicyPlayer, UniformPlayer
+from gojax import sgf
+
+MODEL = "g170-b6c96-s175395328-d26788732.bin.gz"
+REPLY = re.compile(r"^[=?][0-9]*( [^\n]*)?(\n[^\n]+)*$")
+
+
+def uniform_engine(**kwargs) -> Engine:
+    options = {"size": 9, "komi": 7.0, "rules": "chinese"} | kwargs
+    return Engine(UniformPlayer(), **options)
+
+
+@functools.cache
+def net_engine() -> Engine:
+    from gojax.katago_model import load_model
+
+    model = load_model(reference_path("katago", MODEL))
+    return Engine(PolicyPlayer(model, symmetry="average"), size=9, komi=7.0, rules="chinese")
+
+
+def fresh_net_server() -> GTPServer:
+    engine = net_engine()
+    engine.resign_threshold = None
+    engine.set_time(TimeSettings())
+    server = GTPServer(engine, io.StringIO(), version="test")
+    run(server, "boardsize 9\nkomi 7\nkata-set-rules chinese\nclear_board\n")
+    return server
+
+
+def make_server(**kwargs) -> GTPServer:
+    return GTPServer(uniform_engine(**kwargs), io.StringIO(), version="test")
+
+
+def run(server: GTPServer, text: str) -> list[str]:
+    """Send ``text`` and return the replies it produced, each without its final blank line."""
+    out = server.out
+    start = len(out.getvalue())
+    server.serve(io.StringIO(text))
+    produced = out.getvalue()[start:]
+    assert produced.endswith("\n\n") or not produced
+    return produced[:-2].split("\n\n") if produced else []
+
+
+def ask(server: GTPServer, command: str) -> str:
+    (reply,) = run(server, command + "\n")
+    return reply
+
+
+# ----------------------------------------------------------------------------
+# Protocol basics
+
+
+@pytest.mark.parametrize(
+    "command, reply",
+    [
+        ("protocol_version", "= 2"),
+        ("name", "= gojax"),
+        ("version", "= test"),
+        ("7 name", "=7 gojax"),
+        ("known_command play", "= true"),
+        ("known_command kata-analyze", "= true"),
+        ("known_command frobnicate", "= false"),
+        ("known_command", "? syntax error"),
+        ("frobnicate", "? unknown command"),
+        ("12 frobnicate 3", "?12 unknown command"),
+        ("NAME", "? unknown command"),
+        ("boardsize 1", "? unacceptable size"),
+        ("boardsize 20", "? unacceptable size"),
+        ("3 boardsize 25", "?3 unacceptable size"),
+        ("boardsize nine", "? syntax error"),
+        ("boardsize", "? syntax error"),
+        ("boardsize 9", "="),
+        ("clear_board", "="),
+        ("komi 6.5", "="),
+        ("komi x", "? syntax error"),
+        ("komi nan", "? syntax error"),
+        ("play b D4", "="),
+        ("play B d4", "="),
+        ("play black pass", "="),
+        ("play x D4", "? syntax error"),
+        ("play b", "? syntax error"),
+        ("play b I4", "? syntax error"),
+        ("play b Z4", "? illegal move"),
+        ("play b D44", "? illegal move"),
+        ("undo", "? cannot undo"),
+        ("final_score", "= W+7"),
+        ("final_status_list dead", "="),
+        ("final_status_list nonsense", "? syntax error"),
+        ("fixed_handicap 4", "= C3 G7 C7 G3"),
+        ("fixed_handicap 5", "= C3 G7 C7 G3 E5"),
+        ("fixed_handicap 1", "? invalid number of stones"),
+        ("fixed_handicap 10", "? invalid number of stones"),
+        ("place_free_handicap 2", "= C3 G7"),
+        ("set_free_handicap C3 G7", "="),
+        ("set_free_handicap C3 C3", "? bad vertex list"),
+        ("set_free_handicap pass D4", "? bad vertex list"),
+        ("set_free_handicap", "? syntax error"),
+        ("time_settings 300 30 5", "="),
+        ("time_settings 300 0 0", "="),
+        ("time_settings -1 0 0", "? syntax error"),
+        ("time_settings 300 30", "? syntax error"),
+        ("time_left b 100 0", "="),
+        ("time_left white 10 3", "="),
+        ("time_left b x 0", "? syntax error"),
+        ("kgs-time_settings none", "="),
+        ("kgs-time_settings absolute 600", "="),
+        ("kgs-time_settings canadian 600 300 25", "="),
+        ("kgs-time_settings byoyomi 600 30 5", "="),
+        ("kgs-time_settings byoyomi 600", "? syntax error"),
+        ("kgs-time_settings sudden 600", "? syntax error"),
+        ("kgs-rules chinese", "="),
+        ("kgs-rules japanese", "? rules not supported"),
+        ("kata-set-rules aga", "="),
+        ("kata-set-rules japanese", "? rules not supported"),
+        ("kata-set-rules {not json", "? syntax error"),
+        (
+            "kata-get-rules",
+            '= {"hasButton":false,"ko":"SIMPLE","scoring":"AREA","suicide":false,'
+            '"tax":"NONE","whiteHandicapBonus":"N"}',
+        ),
+        ("loadsgf /no/such/file.sgf", "? cannot load file"),
+        ("loadsgf", "? syntax error"),
+        ("printsgf", "= (;FF[4]GM[1]SZ[9]KM[7]RU[chinese]AP[gojax])"),
+        ("stop", "="),
+        ("clear_cache", "="),
+        ("quit", "="),
+    ],
+)
+def test_reply_vectors(command, reply):
+    server = make_server()
+    assert ask(server, command) == reply
+
+
+def test_list_commands_names_every_command_once():
+    server = make_server()
+    listed = ask(server, "list_commands")[2:].split("\n")
+    assert len(listed) == len(set(listed))
+    for name in (
+        "protocol_version name version known_command list_commands quit boardsize clear_board "
+        "komi play genmove undo showboard final_score final_status_list loadsgf printsgf "
+        "fixed_handicap place_free_handicap set_free_handicap time_settings time_left "
+        "kgs-time_settings kgs-rules kata-set-rules kata-get-rules lz-analyze kata-analyze "
+        "lz-genmove_analyze kata-genmove_analyze"
+    ).split():
+        assert name in listed
+
+
+def test_preprocessing_comments_blank_lines_tabs_and_cr():
+    server = make_server()
+    text = "\n   \n# a comment\nname # trailing\r\n\t7\tname\x01\r\n\x00\n8 known_command\tplay\n"
+    assert run(server, text) == ["= gojax", "=7 gojax", "=8 true"]
+    assert preprocess("a\tb # c") == "a b"
+
+
+def test_quit_ends_the_session():
+    server = make_server()
+    assert run(server, "1 name\n2 quit\n3 name\n") == ["=1 gojax", "=2"]
+
+
+def test_id_only_line_and_huge_ids():
+    server = make_server()
+    assert run(server, "5\n00012 name\n") == ["?5 unknown command", "=12 gojax"]
+
+
+def test_multi_line_replies_have_no_blank_lines():
+    server = make_server()
+    board = ask(server, "showboard")
+    assert board.startswith("= \n") and "A B C D E F G H J" in board
+    assert REPLY.match(board)
+
+
+# ----------------------------------------------------------------------------
+# The game: play, undo, scoring, handicap, SGF
+
+
+def test_play_and_undo_restore_the_position():
+    server = make_server()
+    engine = server.engine
+    run(server, "play b E5\nplay w C3\n")
+    board, to_play = np.asarray(engine.state.board), engine.to_play
+    run(server, "play b D4\nplay w F6\n")
+    assert run(server, "undo\nundo\n") == ["=", "="]
+    np.testing.assert_array_equal(np.asarray(engine.state.board), board)
+    assert engine.to_play == to_play
+    assert [m.action for m in engine.moves] == [40, 56]
+    assert run(server, "undo\nundo\nundo\n") == ["=", "=", "? cannot undo"]
+    assert not np.any(np.asarray(engine.state.board))
+
+
+def test_capture_and_ko_are_enforced():
+    server = make_server()
+    # Black A3 B2 B4 C3 against White C2 D3 C4: a ko at B3/C3.
+    moves = "play b B2\nplay w C2\nplay b A3\nplay w D3\nplay b B4\nplay w C4\nplay b C3\n"
+    assert run(server, moves) == ["="] * 7
+    assert ask(server, "play w B3") == "="  # White captures C3
+    assert ask(server, "play b C3") == "? illegal move"  # the ko
+    assert ask(server, "play b J9") == "="
+    assert ask(server, "play w J8") == "="
+    assert ask(server, "play b C3") == "="  # after a ko threat exchange
+
+
+def test_out_of_turn_moves_and_genmove_for_either_colour():
+    server = make_server()
+    assert run(server, "play w E5\nplay w D4\n") == ["=", "="]
+    reply = ask(server, "genmove w")
+    assert re.fullmatch(r"= [A-HJ][1-9]", reply)
+    assert len(server.engine.moves) == 3 and server.engine.to_play == 1
+
+
+def test_final_score_is_the_area_count():
+    server = make_server()
+    assert ask(server, "final_score") == "= W+7"
+    assert run(server, "play b E5\nfinal_score\n") == ["=", "= B+74"]
+    assert run(server, "play w D5\nfinal_score\n") == ["=", "= W+7"]
+    assert run(server, "komi 0\nfinal_score\n") == ["=", "= 0"]
+
+
+def test_final_status_lists_cover_the_stones():
+    server = make_server()
+    run(server, "play b E5\nplay w C3\n")
+    assert ask(server, "final_status_list alive") == "= E5\nC3"  # one chain a line
+    run(server, "play b E4\n")
+    assert ask(server, "final_status_list alive") == "= E5 E4\nC3"
+    assert ask(server, "final_status_list dead") == "="
+    assert ask(server, "final_status_list seki") == "="
+
+
+def test_fixed_handicap_places_stones_and_gives_white_the_move():
+    server = make_server()
+    assert ask(server, "fixed_handicap 3") == "= C3 G7 C7"
+    engine = server.engine
+    board = np.asarray(engine.state.board)
+    assert sorted(np.flatnonzero(board)) == [20, 24, 56] and engine.to_play == -1
+    assert float(engine.state.komi) == 7.0 + 3  # chinese: N points for N stones
+    assert ask(server, "fixed_handicap 3") == "? board not empty"
+    assert ask(server, "set_free_handicap D4 E5") == "? board not empty"
+    assert ask(server, "undo") == "? cannot undo"
+    assert ask(server, "clear_board") == "="
+    assert ask(server, "set_free_handicap D4 E5 F6") == "="
+    assert engine.to_play == -1 and engine.handicap == 3
+
+
+def test_printsgf_and_loadsgf_round_trip(tmp_path):
+    server = make_server()
+    engine = server.engine
+    moves = "fixed_handicap 2\nplay w E5\nplay b D4\nplay w pass\nplay b F6\n"
+    run(server, moves)
+    path = tmp_path / "game.sgf"
+    assert ask(server, f"printsgf {path}") == "="
+    text = ask(server, "printsgf")[2:]
+    assert path.read_text() == text + "\n"
+    board, komi = np.asarray(engine.state.board), float(engine.state.komi)
+    record = sgf.load(path)
+    assert record.handicap == 2 and len(record.moves) == 4
+
+    assert run(server, "boardsize 5\nkomi 0.5\nkata-set-rules aga\n") == ["="] * 3
+    assert ask(server, f"loadsgf {path}") == "="
+    np.testing.assert_array_equal(np.asarray(engine.state.board), board)
+    assert float(engine.state.komi) == komi and engine.rules == "chinese"
+    assert ask(server, "printsgf")[2:] == text
+    assert ask(server, "undo") == "="  # the loaded moves can be taken back
+    assert engine.to_play == 1 and len(engine.moves) == 3
+
+    # "loadsgf FILE 3": the position before move 3 (two moves played).
+    assert ask(server, f"loadsgf {path} 3") == "="
+    assert [m.action for m in engine.moves] == [40, 48]
+    assert ask(server, f"loadsgf {path} 1") == "="
+    assert engine.moves == [] and engine.to_play == -1
+
+
+def test_loadsgf_rejects_bad_files(tmp_path):
+    server = make_server()
+    bad = tmp_path / "bad.sgf"
+    bad.write_text("(;SZ[9];B[ee];W[ee])")
+    assert ask(server, f"loadsgf {bad}").startswith("? cannot load file")
+    bad.write_text("not an sgf")
+    assert ask(server, f"loadsgf {bad}").startswith("? cannot load file")
+    assert ask(server, f"loadsgf {tmp_path}") == "? cannot load file"
+
+
+def test_rules_commands_replay_the_game_under_the_new_preset():
+    server = make_server()
+    run(server, "play b E5\nplay w C3\n")
+    assert ask(server, "kata-set-rules tromp-taylor") == "="
+    assert server.engine.state.rules.name == "tromp-taylor" and len(server.engine.moves) == 2
+    assert (
+        ask(server, "kata-get-rules") == '= {"hasButton":false,"ko":"POSITIONAL","scoring":"AREA",'
+        '"suicide":true,"tax":"NONE","whiteHandicapBonus":"0"}'
+    )
+    assert ask(server, 'kata-set-rules {"ko":"SITUATIONAL","suicide":false}') == "="
+    assert server.engine.rules == "aga"
+    assert ask(server, "kgs-rules new_zealand") == "=" and server.engine.rules == "new-zealand"
+    assert rules_from_json({"ko": "simple", "suicide": False}) == "chinese"
+    with pytest.raises(ValueError):
+        rules_from_json({"scoring": "TERRITORY"})
+
+
+def test_resignation_after_consecutive_low_winrates():
+    server = make_server(resign_threshold=0.6, resign_consecutive=2)  # uniform: win rate 0.5
+    assert re.fullmatch(r"= [A-HJ][1-9]", ask(server, "genmove b"))
+    assert ask(server, "play w E5") == "="
+    assert ask(server, "genmove b") == "= resign"
+    assert make_server().engine.resign_threshold is None  # off by default
+
+
+def test_winning_pass_after_the_opponent_passes():
+    server = make_server(komi=0.5)
+    run(server, "play b E5\nplay w pass\n")
+    assert ask(server, "genmove b") == "= pass"  # Black owns the board already
+
+
+# ----------------------------------------------------------------------------
+# Analysis
+
+
+def _slow_lines(lines, pause):
+    """Input that arrives over time, as a controller's does."""
+    for line, wait in zip(lines, pause, strict=True):
+        time.sleep(wait)
+        yield line
+
+
+def test_kata_analyze_streams_until_the_next_command():
+    server = make_server()
+    out = server.out
+    server.serve(_slow_lines(["1 kata-analyze 5 ownership true\n", "2 name\n"], [0, 0.4]))
+    text = out.getvalue()
+    first, second, rest = text.split("\n\n")
+    lines = first.split("\n")
+    assert lines[0] == "=1" and len(lines) >= 3
+    for line in lines[1:]:
+        assert line.startswith("info move ")
+        ownership = line.split(" ownership ")[1].split()
+        assert len(ownership) == 81
+        assert re.search(r"winrate 0\.5 .* prior 0\.0\d+ lcb [0-9.]+ .*order 0 pv \S+", line)
+    assert second == "=2 gojax" and rest == ""
+    time.sleep(0.2)  # the stream stopped for good
+    assert out.getvalue() == text
+
+
+def test_lz_analyze_format_and_blank_line_stops_it():
+    server = make_server()
+    server.serve(_slow_lines(["lz-analyze b 5\n", "\n", "name\n"], [0, 0.2, 0.1]))
+    first, second, _ = server.out.getvalue().split("\n\n")
+    lines = first.split("\n")
+    assert lines[0] == "=" and len(lines) >= 2
+    entry = re.compile(
+        r"info move \S+ visits \d+ winrate \d+ prior \d+ lcb \d+ order \d+ pv( \S+)+"
+    )
+    for line in lines[1:]:
+        for part in re.split(r" (?=info )", line):
+            assert entry.fullmatch(part), part
+    assert second == "= gojax"
+
+
+def test_analyze_arguments():
+    server = make_server()
+    assert ask(server, "kata-analyze b 10 frobnicate 3") == "? syntax error"
+    assert ask(server, "kata-analyze ownership maybe") == "? syntax error"
+    assert ask(server, "lz-analyze 10 interval") == "? syntax error"
+    reply = run(server, "kata-analyze w interval 0 maxmoves 3 minmoves 1 rootInfo true\n")
+    assert reply == ["="]
+
+
+def test_genmove_analyze_streams_then_plays():
+    server = make_server()
+    reply = ask(server, "3 lz-genmove_analyze b 1")
+    lines = reply.split("\n")
+    assert lines[0] == "=3" and lines[1].startswith("info move ")
+    assert re.fullmatch(r"play [A-HJ][1-9]", lines[-1])
+    assert len(server.engine.moves) == 1
+    reply = ask(server, "kata-genmove_analyze 50 ownership true")
+    assert " ownership " in reply.split("\n")[1] and reply.split("\n")[-1].startswith("play ")
+
+
+# ----------------------------------------------------------------------------
+# Time control
+
+
+clock_values = st.floats(0.0, 5000.0, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(["none", "absolute", "canadian", "byoyomi"]),
+    main=clock_values,
+    period=st.floats(0.0, 600.0),
+    stones=st.integers(1, 30),
+    told=clock_values,
+    told_stones=st.integers(0, 30),
+    move_number=st.integers(0, 800),
+    size=st.integers(2, 19),
+    lag=st.floats(0.0, 3.0),
+)
+def test_time_allocation_never_exceeds_the_time_left(
+    kind, main, period, stones, told, told_stones, move_number, size, lag
+):
+    settings_ = TimeSettings(kind, main, period, period_stones=stones, periods=stones)
+    clock = Clock.start(settings_)
+    clock.told(settings_, told, told_stones)
+    moves_left = expected_moves_left(size, move_number)
+    seconds = allocate_time(settings_, clock, moves_left=moves_left, lag=lag)
+    if kind == "none":
+        assert seconds is None
+        return
+    assert seconds is not None and seconds >= 0
+    if clock.in_overtime:
+        # Canadian: the block's time; byo-yomi: one period (never count on losing one).
+        assert seconds <= max(0.0, clock.period_left - lag)
+    else:
+        # Main time, plus at most the first overtime stone's share of a period.
+        extra = 0.0 if kind == "absolute" else period / (stones if kind == "canadian" else 1)
+        assert seconds <= max(0.0, clock.main_left + extra - lag)
+        assert seconds <= max(clock.main_left / moves_left + extra, 0.0)
+
+
+def test_time_allocation_examples():
+    absolute = TimeSettings.from_gtp(300, 0, 0)
+    assert absolute.kind == "absolute"
+    assert TimeSettings.from_gtp(300, 30, 0).kind == "none"
+    assert TimeSettings.from_gtp(300, 30, 5).kind == "canadian"
+    clock = Clock.start(absolute)
+    assert allocate_time(absolute, clock, moves_left=30, lag=1) == pytest.approx(10.0)
+    clock.told(absolute, 1.5, 0)
+    assert allocate_time(absolute, clock, moves_left=30, lag=1) == pytest.approx(0.05)
+    clock.told(absolute, 0.5, 0)
+    assert allocate_time(absolute, clock, moves_left=30, lag=1) == 0.0
+    byoyomi = TimeSettings("byoyomi", 0, 30, periods=3)
+    clock = Clock.start(byoyomi)
+    assert clock.in_overtime and allocate_time(byoyomi, clock, moves_left=30, lag=1) == 26.0
+    clock.spend(byoyomi, 10)  # within the period: it comes back whole
+    assert clock.period_left == 30 and clock.periods_left == 3
+    clock.spend(byoyomi, 40)
+    assert clock.periods_left == 2
+    canadian = TimeSettings("canadian", 10, 60, period_stones=10)
+    clock = Clock.start(canadian)
+    clock.spend(canadian, 15)  # main time runs out within the move: 5 s of the block used
+    assert clock.in_overtime and clock.period_left == 55 and clock.stones_left == 9
+
+
+def test_genmove_with_no_time_left_still_answers_in_time():
+    server = make_server()
+    run(server, "time_settings 10 0 0\ntime_left b 0.2 0\n")
+    assert server.engine.time_for_move(1) == 0.0
+    start = time.monotonic()
+    assert re.fullmatch(r"= [A-HJ][1-9]", ask(server, "genmove b"))
+    assert time.monotonic() - start < 2.0
+
+
+# ----------------------------------------------------------------------------
+# Fuzzing: every line gets one well-formed reply, nothing hangs
+
+
+WORDS = [
+    "b", "w", "black", "white", "B", "x", "D4", "E5", "pass", "PASS", "A1", "J9", "Z9", "I5",
+    "D44", "0", "1", "2", "3", "5", "9", "-1", "20", "100", "3.5", "-7", "1e309", "nan", "inf",
+    "true", "false", "ownership", "interval", "maxmoves", "chinese", "tromp-taylor", "japanese",
+    "absolute", "byoyomi", "canadian", "none", "alive", "dead", "seki", '{"ko":"SIMPLE"}',
+    "{", "#", "\t", "\r", "=", "?", "no-such-file.sgf",
+]  # fmt: skip
+
+
+def _command_names() -> list[str]:
+    return sorted(set(make_server().commands) - {"quit"}) + ["frobnicate"]
+
+
+printable = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\n"),
+    max_size=40,
+)
+command_lines = st.builds(
+    lambda ident, name, args: " ".join(([ident] if ident else []) + [name] + args),
+    st.sampled_from(["", "1", "42", "007"]),
+    st.sampled_from(_command_names()),
+    st.lists(st.sampled_from(WORDS), max_size=4),
+)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(st.one_of(command_lines, printable), min_size=1, max_size=8))
+def test_fuzz_every_line_gets_one_well_formed_reply(lines):
+    server = make_server()
+    text = "".join(line + "\n" for line in lines)
+    errors = []
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)  # printsgf FILE writes where it is told
+        try:
+            worker = threading.Thread(
+                target=lambda: _serve_catching(server, text, errors), daemon=True
+            )
+            worker.start()
+            worker.join(timeout=60)
+        finally:
+            os.chdir(cwd)
+    assert not worker.is_alive(), f"hung on {lines!r}"
+    assert not errors, errors
+    output = server.out.getvalue()
+    expected = 0
+    for line in text.split("\n"):
+        stripped = preprocess(line)
+        if stripped:
+            expected += 1
+            if stripped.split()[0 if not stripped.split()[0].isdigit() else -1] == "quit":
+                break
+    assert output.endswith("\n\n") or expected == 0
+    replies = output[:-2].split("\n\n") if output else []
+    assert len(replies) == expected, (lines, output)
+    for reply in replies:
+        assert REPLY.match(reply), (lines, reply)
+
+
+def _serve_catching(server, text, errors):
+    try:
+        server.serve(io.StringIO(text))
+    except BaseException as err:  # the server must never raise
+        errors.append(repr(err))
+
+
+# ----------------------------------------------------------------------------
+# With the KataGo network
+
+
+def test_network_genmove_and_analysis():
+    server = fresh_net_server()
+    assert ask(server, "genmove b") == "= E5"  # the reference net's favourite 9x9 opening
+    reply = ask(server, "kata-genmove_analyze w 1 ownership true")
+    info, play = reply.split("\n")[1:]
+    assert play.startswith("play ")
+    entries = re.split(r" (?=info |ownership )", info)
+    ownership = [float(x) for x in entries[-1].split()[1:]]
+    assert len(ownership) == 81 and all(-1 <= x <= 1 for x in ownership)
+    priors = [float(re.search(r" prior (\S+)", e).group(1)) for e in entries[:-1]]
+    assert priors == sorted(priors, reverse=True) and 0.2 < sum(priors) <= 1.0001
+    assert entries[0].split()[2] == play.split()[1]
+    winrate = float(re.search(r" winrate (\S+)", entries[0]).group(1))
+    assert 0.0 < winrate < 1.0
+
+
+def test_network_final_status_calls_a_lone_invader_dead():
+    server = fresh_net_server()
+    black = "C3 C4 C5 C6 C7 D3 D7 E3 E7 F3 F7 G3 G4 G5 G6 G7".split()
+    moves = "".join(f"play b {v}\n" for v in black) + "play w E5\n"
+    assert set(run(server, moves)) == {"="}
+    assert ask(server, "final_status_list dead") == "= E5"
+    alive = ask(server, "final_status_list alive")[2:].split()
+    assert sorted(alive) == sorted(black)
+
+
+def test_network_free_handicap_and_resign():
+    server = fresh_net_server()
+    assert ask(server, "place_free_handicap 2") == "= C3 G7"
+    run(server, "clear_board\n")
+    server.engine.resign_threshold = 0.99
+    server.engine.resign_consecutive = 1
+    assert ask(server, "genmove b") == "= resign"
+    assert server.engine.moves == []
+
+
+@pytest.mark.slow
+def test_search_player_plays_and_reuses_its_tree():
+    from eval.players import SearchPlayer
+    from gojax.katago_model import load_model
+
+    model = load_model(reference_path("katago", MODEL))
+    player = SearchPlayer(model, visits=16)
+    engine = Engine(player, size=9, komi=7.0, rules="chinese")
+    server = GTPServer(engine, io.StringIO())
+    reply = ask(server, "kata-genmove_analyze b 1")
+    info = reply.split("\n")[1]
+    entries = re.split(r" (?=info )", info)
+    visits = [int(re.search(r" visits (\d+)", e).group(1)) for e in entries]
+    assert sum(visits) == 16 and visits[0] == max(visits)
+    pv = entries[0].split(" pv ")[1].split()
+    assert len(pv) >= 2
+    first_tree = player._tree
+    assert ask(server, f"play w {pv[1]}") == "="
+    assert re.fullmatch(r"= [A-HJ][1-9]|= pass", ask(server, "genmove b"))
+    assert player._tree is not first_tree
+
+
+# ----------------------------------------------------------------------------
+# The command line, end to end
+
+
+def test_gojax_gtp_subprocess_session():
+    model = reference_path("katago", MODEL)
+    session = "boardsize 9\nclear_board\ngenmove b\nplay w C3\ngenmove b\nfinal_score\nquit\n"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model), "--size", "9"],
+        input=session,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = done.stdout[:-2].split("\n\n")
+    assert replies[:2] == ["=", "="]
+    assert re.fullmatch(r"= [A-HJ][1-9]", replies[2]) and replies[3] == "="
+    assert re.fullmatch(r"= [A-HJ][1-9]", replies[4])
+    assert re.fullmatch(r"= (B\+|W\+)[0-9.]+|= 0", replies[5])
+    assert replies[6] == "=" and len(replies) == 7
+    assert "GTP ready" in done.stderr
+
+
+def test_gojax_gtp_bad_model_exits_2(tmp_path):
+    bad = tmp_path / "broken.bin.gz"
+    bad.write_bytes(b"not gzip")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for model in (bad, tmp_path / "missing.bin.gz"):
+        done = subprocess.run(
+            [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model)],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and "error" in done.stderr

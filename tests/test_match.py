@@ -1,0 +1,514 @@
+"""`gojax match`: the GTP client, the match runner and its files, against fake and real engines.
+
+The fake engine is a small Python script written into a temporary folder: it
+plays the first free point in reading order (A9, B9, ...) for a few moves and
+then passes, and flags make it hang, die, answer garbage, play an illegal
+move or refuse a legal one.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import jax
+import pytest
+
+import gojax
+from eval.gtp_client import (
+    EngineDied,
+    EngineProtocolError,
+    EngineTimeout,
+    GTPCommandError,
+    GTPEngine,
+)
+from eval.match import MatchConfig, format_table, read_results, run_match, wilson_interval
+from gojax import cli, sgf
+
+REPO = Path(__file__).resolve().parents[1]
+
+FAKE_ENGINE = textwrap.dedent(
+    """
+    import argparse, sys, time
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="fake")
+    parser.add_argument("--moves", type=int, default=3)  # stones before passing
+    parser.add_argument("--hang-on", default="")  # command that never gets an answer
+    parser.add_argument("--die-on", default="")  # command on which the engine exits
+    parser.add_argument("--garbage-on", default="")  # command answered without '='
+    parser.add_argument("--illegal", action="store_true")  # always answers genmove with A9
+    parser.add_argument("--refuse-play", action="store_true")  # '? illegal move' to every play
+    parser.add_argument("--resign", action="store_true")  # resigns at its first genmove
+    parser.add_argument("--chatty", type=int, default=0)  # bytes written to stderr per command
+    parser.add_argument("--delay", type=float, default=0.0)  # seconds per genmove
+    parser.add_argument("--record", default="")  # a file that receives every command
+    args = parser.parse_args()
+
+    SIZE = 9
+    COLUMNS = "ABCDEFGHJ"
+    occupied, mine = set(), 0
+
+    def reply(text="", ok=True):
+        sys.stdout.write(("= " if ok else "? ") + text + "\\n\\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        command = words[0]
+        if args.record:
+            with open(args.record, "a") as f:
+                f.write(" ".join(words) + "\\n")
+        if args.chatty:
+            sys.stderr.write("x" * args.chatty + "\\n")
+            sys.stderr.flush()
+        if command == args.hang_on:
+            time.sleep(3600)
+        if command == args.die_on:
+            sys.stderr.write("fake engine: giving up\\n")
+            sys.exit(3)
+        if command == args.garbage_on:
+            sys.stdout.write("hello there\\n\\n")
+            sys.stdout.flush()
+            continue
+        if command == "name":
+            reply(args.name)
+        elif command == "version":
+            reply("1.0")
+        elif command == "protocol_version":
+            reply("2")
+        elif command == "list_commands":
+            reply("\\n".join(["name", "version", "boardsize", "clear_board", "komi", "play",
+                             "genmove", "quit", "list_commands", "multi", "kata-set-rules",
+                             "time_left"]))
+        elif command == "multi":
+            reply("one\\ntwo\\nthree")
+        elif command == "boardsize":
+            SIZE = int(words[1])
+            reply()
+        elif command == "clear_board":
+            occupied, mine = set(), 0
+            reply()
+        elif command == "play":
+            if args.refuse_play:
+                reply("illegal move", ok=False)
+                continue
+            vertex = words[2].upper()
+            if vertex in occupied:  # as any engine would: never on an occupied point
+                reply("illegal move", ok=False)
+                continue
+            if vertex != "PASS":
+                occupied.add(vertex)
+            reply()
+        elif command == "genmove":
+            time.sleep(args.delay)
+            if args.resign:
+                reply("resign")
+                continue
+            if args.illegal:
+                reply("A9")
+                continue
+            move = "pass"
+            if mine < args.moves:
+                free = [f"{c}{r}" for r in range(SIZE, 0, -1) for c in COLUMNS[:SIZE]
+                        if f"{c}{r}" not in occupied]
+                move = free[0]
+                occupied.add(move)
+                mine += 1
+            reply(move)
+        elif command == "quit":
+            reply()
+            break
+        else:
+            reply()  # komi, kata-set-rules, time_settings, ...
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("engines") / "fake_engine.py"
+    path.write_text(FAKE_ENGINE)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
+
+
+def _gnugo() -> str | None:
+    # Debian and Ubuntu install it under /usr/games, which PATH often lacks.
+    return shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+def replay_legally(record: sgf.GameRecord, rules: str) -> gojax.GoState:
+    """The final position of ``record``, asserting that every move was legal."""
+    state = gojax.new_game(record.size, komi=record.komi, rules=rules)
+    for number, (colour, action) in enumerate(record.moves, start=1):
+        assert colour == ("B" if number % 2 else "W"), f"move {number} out of turn"
+        assert bool(_jitted(gojax.legal_moves)(state)[action]), f"move {number} illegal"
+        state = _jitted(gojax.play)(state, action)
+    return state
+
+
+# ---------------------------------------------------------------------------- Wilson
+
+
+@pytest.mark.parametrize(
+    "wins, n, low, high",
+    [
+        (5, 10, 0.2366, 0.7634),  # textbook values (Wilson 1927; Agresti & Coull 1998)
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),
+        (50, 100, 0.4038, 0.5962),
+    ],
+)
+def test_wilson_interval_known_values(wins, n, low, high):
+    lo, hi = wilson_interval(wins, n)
+    assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
+
+
+def test_wilson_interval_edges():
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    lo, hi = wilson_interval(7.5, 15)  # draws count half
+    assert lo < 0.5 < hi and hi - 0.5 == pytest.approx(0.5 - lo)
+
+
+# ---------------------------------------------------------------------------- GTP client
+
+
+def test_client_replies_and_multiline(fake, tmp_path):
+    with GTPEngine(fake, label="fake", log=tmp_path / "e.log") as engine:
+        assert engine.send("name") == "fake"
+        assert engine.send("multi") == "one\ntwo\nthree"
+        assert engine.knows("kata-set-rules") and not engine.knows("kgs-rules")
+        assert engine.request("boardsize 9") == (True, "")
+        assert engine.send("genmove b") == "A9"
+        pid = engine.pid
+    assert not engine.alive
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_client_refusal_is_an_error_naming_engine_and_command(fake):
+    with GTPEngine(f"{fake} --refuse-play", label="fussy") as engine:
+        assert engine.request("play b E5") == (False, "illegal move")
+        with pytest.raises(GTPCommandError, match=r"fussy.*'play b E5'.*illegal move"):
+            engine.send("play b E5")
+
+
+def test_client_hang_times_out_and_kills(fake):
+    engine = GTPEngine(f"{fake} --hang-on genmove", label="sleepy", timeout=0.5)
+    assert engine.send("name") == "fake"
+    began = time.monotonic()
+    with pytest.raises(EngineTimeout, match=r"sleepy.*'genmove b'.*0.5 s"):
+        engine.send("genmove b")
+    assert time.monotonic() - began < 5
+    assert not engine.alive
+    engine.close()
+
+
+def test_client_timeout_kills_what_the_engine_started(fake):
+    # A wrapper shell whose child hangs: the child holds the pipes, so it must go too.
+    engine = GTPEngine(
+        ["sh", "-c", f"{fake} --hang-on genmove; true"], timeout=0.5, start_timeout=0.5
+    )
+    with pytest.raises(EngineTimeout):
+        engine.send("genmove b")
+    began = time.monotonic()
+    engine.close()
+    assert time.monotonic() - began < 5
+    # The engine ran in a process group of its own; once its killed members are
+    # reaped (the orphaned child by init, in its own time) the group is gone.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(engine.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("a process of the engine's group outlived close()")
+
+
+def test_client_death_is_reported_with_last_words(fake, tmp_path):
+    engine = GTPEngine(f"{fake} --die-on genmove", label="mortal", log=tmp_path / "m.log")
+    with pytest.raises(EngineDied, match=r"mortal.*'genmove w'.*code 3.*giving up"):
+        engine.send("genmove w")
+    with pytest.raises(EngineDied):  # and stays dead
+        engine.send("name")
+    engine.close()
+
+
+def test_client_garbage_is_a_protocol_error(fake):
+    engine = GTPEngine(f"{fake} --garbage-on name", label="babbler")
+    with pytest.raises(EngineProtocolError, match=r"babbler.*'name'.*hello there"):
+        engine.send("name")
+    engine.close()
+
+
+def test_client_missing_binary_is_an_os_error(tmp_path):
+    with pytest.raises(OSError, match=r"cannot start .*no-such-engine"):
+        GTPEngine(str(tmp_path / "no-such-engine") + " --gtp")
+    with pytest.raises(ValueError, match="empty"):
+        GTPEngine("   ")
+
+
+def test_client_chatty_stderr_never_blocks(fake, tmp_path):
+    # 200 KB of stderr per command would fill any pipe buffer many times over.
+    for log in (None, tmp_path / "chatty.log"):
+        with GTPEngine(f"{fake} --chatty 200000", log=log, timeout=20) as engine:
+            for _ in range(5):
+                assert engine.send("name") == "fake"
+    assert (tmp_path / "chatty.log").stat().st_size >= 1_000_000
+
+
+# ---------------------------------------------------------------------------- matches
+
+
+def test_match_plays_scores_and_writes_files(fake, tmp_path):
+    out = tmp_path / "match"
+    seen = []
+    config = MatchConfig(
+        engine_a=f"{fake} --name alpha --record {shlex.quote(str(tmp_path / 'a.txt'))}",
+        engine_b=f"{fake} --name beta --moves 4",
+        games=2,
+        size=9,
+        komi=0.5,
+        rules="tromp-taylor",
+        out=out,
+        time=(10, 1, 1),
+    )
+    result = run_match(config, progress=lambda game, so_far: seen.append(game.game))
+    assert seen == [0, 1]
+    # Along the top line: A9 B9 C9 ... The side with 4 stones wins by 0.5 or 1.5 after komi.
+    first, second = result.games
+    assert (first.black, first.result, first.reason, first.moves) == ("A", "W+1.5", "score", 10)
+    assert (second.black, second.result, second.winner) == ("B", "B+0.5", "B")
+    assert result.wins("B") == 2 and result.wins("B", "B") == 1 and result.wins("B", "W") == 1
+    assert first.black_name == "alpha 1.0" and first.white_name == "beta 1.0"
+    assert sorted(read_results(out)) == [0, 1]
+    assert json.loads((out / "match.json").read_text())["komi"] == 0.5
+    record = sgf.load(out / "game-0001.sgf")
+    assert (record.size, record.komi, record.rules) == (9, 0.5, "tromp-taylor")
+    assert record.result == "W+1.5"
+    assert (record.player_black, record.player_white) == ("alpha 1.0", "beta 1.0")
+    assert record.date and len(record.moves) == 10
+    final = replay_legally(record, "tromp-taylor")
+    assert float(gojax.score(final)) == first.margin == -1.5
+    sent = (tmp_path / "a.txt").read_text().splitlines()
+    setup = ["boardsize 9", "clear_board", "komi 0.5", "kata-set-rules tromp-taylor"]
+    assert sent[sent.index("boardsize 9") :][:5] == setup + ["time_settings 10 1 1"]
+    assert sent[sent.index("time_settings 10 1 1") + 1 :][:2] == ["time_left b 10 0", "genmove b"]
+    assert "play w B9" in sent and "quit" in sent
+    table = format_table(result)
+    assert "A win rate: 0.0%" in table and "Wilson" in table and "mean game length: 9.5" in table
+
+
+def test_illegal_move_loses_and_is_never_relayed(fake, tmp_path):
+    # B refuses a play on an occupied point: had A9 been relayed, B would lose by "refused".
+    config = MatchConfig(
+        engine_a=f"{fake} --illegal", engine_b=f"{fake}", games=2, out=tmp_path / "m"
+    )
+    result = run_match(config)
+    assert [g.reason for g in result.games] == ["illegal", "illegal"]
+    assert [g.winner for g in result.games] == ["B", "B"]
+    assert [g.result for g in result.games] == ["W+F", "B+F"]
+    assert result.forfeits("A", "illegal") == 2 and result.games[0].loser_move == "A9"
+    for game in result.games:
+        record = sgf.load(tmp_path / "m" / game.sgf)
+        replay_legally(record, "tromp-taylor")
+        assert "illegal" in record.comment
+    assert "illegal moves                2       0" in format_table(result)
+
+
+def test_refusing_a_legal_move_forfeits(fake, tmp_path):
+    config = MatchConfig(engine_a=fake, engine_b=f"{fake} --refuse-play", games=1, out=tmp_path)
+    (game,) = run_match(config).games
+    assert (game.reason, game.winner, game.result, game.loser_move) == ("refused", "A", "B+F", "A9")
+
+
+def test_resignation(fake, tmp_path):
+    config = MatchConfig(engine_a=fake, engine_b=f"{fake} --resign", games=1, out=tmp_path)
+    (game,) = run_match(config).games
+    assert (game.reason, game.winner, game.result, game.moves) == ("resign", "A", "B+R", 1)
+
+
+def test_hung_and_dead_engines_forfeit_and_are_restarted(fake, tmp_path):
+    config = MatchConfig(
+        engine_a=fake,
+        engine_b=f"{fake} --hang-on genmove",
+        games=2,
+        out=tmp_path / "hang",
+        move_timeout=0.5,
+    )
+    result = run_match(config)
+    assert [(g.reason, g.winner) for g in result.games] == [("timeout", "A")] * 2
+    assert result.games[0].result == "B+T" and result.forfeits("B", "timeout") == 2
+    config = MatchConfig(
+        engine_a=f"{fake} --die-on genmove", engine_b=fake, games=2, out=tmp_path / "die"
+    )
+    result = run_match(config)
+    assert [(g.reason, g.winner) for g in result.games] == [("error", "B")] * 2
+    assert "giving up" in sgf.load(tmp_path / "die" / "game-0001.sgf").comment
+
+
+def test_move_cap_adjudicates_by_score(fake, tmp_path):
+    config = MatchConfig(
+        engine_a=f"{fake} --moves 50", engine_b=f"{fake} --moves 50", games=1, out=tmp_path,
+        komi=0, max_moves=5,
+    )  # fmt: skip
+    (game,) = run_match(config).games
+    assert (game.reason, game.moves, game.result) == ("cap", 5, "B+1")
+
+
+def test_torn_last_line_is_ignored_and_repaired(fake, tmp_path):
+    config = MatchConfig(engine_a=fake, engine_b=fake, games=1, out=tmp_path)
+    run_match(config)
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"game": 1, "black": "B", "res')
+    assert sorted(read_results(tmp_path)) == [0]
+    result = run_match(MatchConfig(engine_a=fake, engine_b=fake, games=2, out=tmp_path))
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["game"] for line in lines] == [0, 1]
+    assert [g.game for g in result.games] == [0, 1]
+
+
+def test_other_settings_in_the_same_folder_are_refused(fake, tmp_path):
+    run_match(MatchConfig(engine_a=fake, engine_b=fake, games=1, out=tmp_path))
+    with pytest.raises(ValueError, match=r"different match.*komi"):
+        run_match(MatchConfig(engine_a=fake, engine_b=fake, games=1, out=tmp_path, komi=6))
+
+
+def test_resume_after_kill_plays_exactly_the_missing_games(fake, tmp_path):
+    out = tmp_path / "resume"
+    argv = [
+        sys.executable, "-m", "gojax.cli", "match",
+        "--engine-a", f"{fake} --delay 0.3", "--engine-b", f"{fake} --delay 0.3",
+        "--games", "3", "--out", str(out),
+    ]  # fmt: skip
+    env = dict(os.environ, GOJAX_CACHE="")
+    runner = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and runner.poll() is None:
+            if len(read_results(out)) >= 1:
+                break
+            time.sleep(0.05)
+        assert runner.poll() is None, "the match ended before it could be killed"
+        runner.send_signal(signal.SIGKILL)
+    finally:
+        runner.wait()
+    assert sorted(read_results(out)) == [0]
+    finished = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert "resuming" in finished.stdout and "game 1/3" not in finished.stdout
+    assert "game 2/3" in finished.stdout and "game 3/3" in finished.stdout
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["game"] for line in lines) == [0, 1, 2]
+    assert sorted(p.name for p in out.glob("*.sgf")) == [f"game-000{i}.sgf" for i in (1, 2, 3)]
+
+
+# ---------------------------------------------------------------------------- the command line
+
+
+def test_cli_match_runs_and_prints_the_table(fake, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GOJAX_CACHE", "")
+    code = cli.main(
+        ["match", "--engine-a", fake, "--engine-b", fake, "--games", "2", "--komi", "0.5",
+         "--name-a", "first", "--name-b", "second", "--out", str(tmp_path)]
+    )  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "game 1/2: A (first) B vs B (second) W: W+0.5 by score" in out
+    assert "A win rate: 50.0% (95% Wilson interval 9.5%..90.5%)" in out
+    assert sgf.load(tmp_path / "game-0002.sgf").player_black == "second"
+
+
+@pytest.mark.parametrize(
+    "engine, message",
+    [("no-such-engine-binary --gtp", "cannot start"), ("{python} -c pass", "exited with code 0")],
+)
+def test_cli_bad_engine_is_one_line_exit_2(engine, message, fake, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GOJAX_CACHE", "")
+    engine = engine.format(python=shlex.quote(sys.executable))
+    code = cli.main(["match", "--engine-a", engine, "--engine-b", fake, "--out", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("gojax match: error: engine A") and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------- real engines
+
+
+def test_gnugo_vs_gnugo_full_game(tmp_path):
+    gnugo = _gnugo()
+    if gnugo is None:
+        pytest.skip("gnugo is not installed (apt-get install gnugo)")
+    command = f"{shlex.quote(gnugo)} --mode gtp --level 0"
+    config = MatchConfig(
+        engine_a=command, engine_b=command, games=1, size=9, komi=7, rules="chinese",
+        out=tmp_path, time=(60, 5, 1), move_timeout=60,
+    )  # fmt: skip
+    (game,) = run_match(config).games
+    assert game.reason in ("score", "resign") and game.moves > 10
+    assert game.black_name.startswith("GNU Go")
+    record = sgf.load(tmp_path / game.sgf)
+    final = replay_legally(record, "chinese")
+    if game.reason == "score":
+        assert [action for _, action in record.moves[-2:]] == [81, 81]
+        margin = float(gojax.score(final))
+        assert record.result == ("B+" if margin > 0 else "W+") + f"{abs(margin):g}"
+
+
+def _our_engine_command() -> list[str]:
+    if importlib.util.find_spec("eval.gtp") is None:
+        pytest.skip("eval/gtp.py (the gojax GTP engine) is not there yet")
+    probe = subprocess.run(
+        [sys.executable, "-m", "gojax.cli", "gtp", "--help"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(f"`gojax gtp --help` fails: {probe.stderr.strip()[-200:]}")
+    return probe.stdout
+
+
+@pytest.mark.slow
+def test_our_engine_vs_gnugo(tmp_path, monkeypatch):
+    gnugo = _gnugo()
+    if gnugo is None:
+        pytest.skip("gnugo is not installed (apt-get install gnugo)")
+    from reference import reference_path
+
+    monkeypatch.setenv("GOJAX_CACHE", "")  # as the other CLI tests: no persistent XLA cache
+    usage = _our_engine_command()
+    model = reference_path("katago", "g170-b6c96-s175395328-d26788732.bin.gz")
+    ours = [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model)]
+    if "--visits" in usage:
+        ours += ["--visits", "1"]
+    config = MatchConfig(
+        engine_a=shlex.join(ours), engine_b=f"{shlex.quote(gnugo)} --mode gtp --level 0",
+        games=1, size=9, komi=7, rules="chinese", out=tmp_path, name_a="gojax",
+        move_timeout=240, start_timeout=240,
+    )  # fmt: skip
+    (game,) = run_match(config).games
+    assert game.reason in ("score", "resign", "cap"), game
+    assert game.black == "A" and game.black_name == "gojax"
+    record = sgf.load(tmp_path / game.sgf)
+    replay_legally(record, "chinese")
+    assert record.result == game.result
