@@ -238,29 +238,35 @@ def _insert_sorted(keys: jax.Array, count: jax.Array, key: jax.Array):
 def _contains(keys: jax.Array, count: jax.Array, queries: jax.Array) -> jax.Array:
     """``[Q, 2]`` queries → ``[Q]`` bool: whether each key is among the first ``count``.
 
-    An unrolled, branch-free binary search on lane 0 (no loop: at batch size
-    one, XLA's per-iteration overhead would dominate), then both lanes are
-    compared at the first two slots with that lane-0 value (three earlier
-    positions sharing those 32 bits of hash is a 1e-11-per-game event, far
-    below any other source of error).
+    A two-level search on lane 0 without loops or dependent gathers (at batch
+    size one XLA's per-iteration overhead dominates a loop, and a binary
+    search's chain of single-element gathers is slow on CPU): the sorted
+    table is cut into buckets of ``F`` keys; one vectorised comparison with
+    the buckets' first keys finds, for each query, the bucket that holds its
+    lower bound, and that bucket plus the next bucket's first two slots are
+    compared on both lanes. So a query is found when at most two stored keys
+    share its lane-0 value (three earlier positions sharing those 32 bits of
+    hash is a 1e-11-per-game event, far below any other source of error).
     """
     h = keys.shape[0]
     if h == 0:
         return jnp.zeros(queries.shape[0], bool)
-    lane0 = keys[:, 0]
-    at = jnp.zeros(queries.shape[0], jnp.int32)  # number of keys below the query, so far
-    step = 1 << (h.bit_length() - 1)
-    while step:
-        probe = at + step
-        below = lane0[jnp.minimum(probe, h) - 1] < queries[:, 0]
-        at = jnp.where((probe <= h) & below, probe, at)
-        step >>= 1
-    found = jnp.zeros(queries.shape[0], bool)
-    for offset in (0, 1):
-        slot = jnp.minimum(at + offset, h - 1)
-        hit = jnp.all(keys[slot] == queries, axis=-1) & (at + offset < count)
-        found = found | hit
-    return found
+    width = max(8, 1 << round(math.log2(math.sqrt(h))))
+    buckets = -(-h // width)
+    pad = (buckets + 1) * width - h  # whole buckets, plus an empty one after the last
+    padded = jnp.concatenate([keys, jnp.full((pad, 2), _UNUSED_KEY, jnp.uint32)])
+    blocks = padded.reshape(buckets + 1, width, 2)
+    # The bucket holding the lower bound: the last one whose first key is below the query.
+    below = jnp.sum(blocks[None, :-1, 0, 0] < queries[:, None, 0], axis=1, dtype=jnp.int32)
+    bucket = jnp.maximum(below - 1, 0)  # [Q]
+    # Whole-bucket gathers (one slice per query), then both lanes compared.
+    index = bucket[:, None] * width + jnp.arange(width)[None, :]  # [Q, width]
+    hit = jnp.any(jnp.all(blocks[bucket] == queries[:, None, :], axis=-1) & (index < count), 1)
+    after = (bucket + 1) * width
+    for offset in (0, 1):  # a run of equal lane-0 values may continue into the next bucket
+        slot = blocks[bucket + 1, offset]
+        hit = hit | (jnp.all(slot == queries, axis=-1) & (after + offset < count))
+    return hit
 
 
 # ----------------------------------------------------------------------------
