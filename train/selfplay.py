@@ -1,0 +1,414 @@
+"""Self-play: B games of T moves as one jitted ``lax.scan``, with training targets.
+
+Every step searches all ``B`` positions (``gojax.search.search``), plays the
+chosen moves and records what the learner needs. Games that end early keep
+stepping as no-ops: their rows have ``valid = False``. At the end every
+recorded move of a finished game gets its targets from the final position:
+the outcome ``z``, the score margin and the Tromp-Taylor ownership, each from
+the point of view of the player who was to move.
+
+Move choice: ``search`` already samples the move in proportion to the root
+visits (PUCT; Gumbel: the sequential-halving winner with its noise) for the
+first ``SearchConfig.temperature_moves`` moves of a game and plays the best
+move afterwards, so self-play does no sampling of its own.
+
+Resignation (AlphaGo Zero): the player to move resigns when both the root
+value and the best visited child's value, for that player, are below
+``-resign_threshold``. A random ``no_resign_fraction`` of the games never
+resign; they play on and record who *would* have resigned, so that the
+false-positive rate (the would-be resigner won or drew after all) measures
+whether the threshold is safe (AlphaGo Zero kept it below 5%).
+
+Playout-cap randomisation (KataGo, Wu 2019): with ``fast_simulations`` set,
+each step is a full search (``search.num_simulations``, root noise on) with
+probability ``full_search_prob`` and a fast one (``fast_simulations``, no root
+noise) otherwise. Only full-search moves are policy targets
+(``policy_mask``); every move is a value target. One coin is drawn per step
+for the whole batch, so that a ``lax.cond`` runs exactly one of the two
+searches (the expected cost is what the randomisation saves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import gojax
+from gojax import sgf
+from gojax._game import record_from_actions, result_string
+from gojax.search import Evaluator, SearchConfig, search
+
+__all__ = [
+    "SelfPlayConfig",
+    "Trajectories",
+    "agz_encode",
+    "ownership",
+    "play_games",
+    "selfplay_stats",
+    "trajectories_to_sgf",
+]
+
+EvaluatorFn = Callable[[Any], Evaluator]
+EncodeFn = Callable[[gojax.GoState], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Static self-play settings (hashable: a static argument of ``jax.jit``).
+
+    Attributes:
+      size: board side.
+      komi: points given to White.
+      rules: a ``gojax`` rule preset name.
+      num_games: ``B``, games played in parallel.
+      max_moves: the game's move cap (passes count); the game ends there and
+        is scored. None: ``2 * size * size`` (gojax's default).
+      num_steps: ``T``, scan steps; games still running after ``T`` moves are
+        unfinished and get no targets. None: ``max_moves`` (every game ends).
+      search: the search for every move (the full search under playout-cap
+        randomisation).
+      resign_threshold: resign when the root value and the best child's value
+        for the player to move are both below ``-resign_threshold`` (in
+        (0, 1]; AlphaGo Zero's is tuned for 5% false positives, e.g. 0.9).
+        None disables resignation.
+      no_resign_fraction: games in which resignation is disabled, to measure
+        false positives (AlphaGo Zero's 10%).
+      fast_simulations: playout-cap randomisation's fast search size; None
+        disables it (every move is a full search and a policy target).
+      full_search_prob: fraction of steps given the full search (KataGo's 0.25).
+    """
+
+    size: int = 9
+    komi: float = 7.0
+    rules: str = "tromp-taylor"
+    num_games: int = 64
+    max_moves: int | None = None
+    num_steps: int | None = None
+    search: SearchConfig = SearchConfig(kind="puct", num_simulations=64)
+    resign_threshold: float | None = None
+    no_resign_fraction: float = 0.1
+    fast_simulations: int | None = None
+    full_search_prob: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.num_games < 1:
+            raise ValueError(f"num_games must be >= 1, not {self.num_games}")
+        if self.num_steps is not None and self.num_steps < 1:
+            raise ValueError(f"num_steps must be >= 1, not {self.num_steps}")
+        if self.resign_threshold is not None and not 0.0 < self.resign_threshold <= 1.0:
+            raise ValueError(f"resign_threshold must be in (0, 1], not {self.resign_threshold}")
+        if not 0.0 <= self.no_resign_fraction <= 1.0:
+            raise ValueError(f"no_resign_fraction must be in [0, 1], not {self.no_resign_fraction}")
+        if self.fast_simulations is not None and self.fast_simulations < 1:
+            raise ValueError(f"fast_simulations must be >= 1, not {self.fast_simulations}")
+        if not 0.0 <= self.full_search_prob <= 1.0:
+            raise ValueError(f"full_search_prob must be in [0, 1], not {self.full_search_prob}")
+
+    @property
+    def game_max_moves(self) -> int:
+        """The move cap actually used."""
+        return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
+
+    @property
+    def steps(self) -> int:
+        """``T``, the number of scan steps."""
+        return self.num_steps if self.num_steps is not None else self.game_max_moves
+
+    def new_game(self) -> gojax.GoState:
+        """One empty board with these rules."""
+        return gojax.new_game(
+            self.size, komi=self.komi, rules=self.rules, max_moves=self.game_max_moves
+        )
+
+
+@flax.struct.dataclass
+class Trajectories:
+    """``B`` self-play games of ``T`` steps, time-major (``A = P + 1``, ``P = size**2``).
+
+    Per step and game (``[T, B, ...]``); "mover" is the player to move there:
+    """
+
+    inputs: Any  # pytree, leaves [T, B, ...]: encode_fn of the position before the move
+    policy: jax.Array  # [T, B, A] float32: the search's action_weights (policy target)
+    policy_mask: jax.Array  # [T, B] bool: valid and a full search (a policy target)
+    to_play: jax.Array  # [T, B] int8: +1 Black, -1 White
+    action: jax.Array  # [T, B] int32: the move played; -1 if none (game over, resignation)
+    valid: jax.Array  # [T, B] bool: the game was running; a position was searched
+    root_value: jax.Array  # [T, B] float32: search value for the mover, in [-1, 1]
+    value: jax.Array  # [T, B] float32: outcome z for the mover, +1 / -1 / 0 (draw)
+    value_mask: jax.Array  # [T, B] bool: valid and the game finished (z is known)
+    score: jax.Array  # [T, B] float32: final Tromp-Taylor margin for the mover, komi included
+    ownership: jax.Array  # [T, B, P] int8: final owner of each point, +1 mover, -1 opponent
+    score_mask: jax.Array  # [T, B] bool: value_mask and not resigned (score, ownership)
+    # Per game ([B, ...]):
+    finished: jax.Array  # [B] bool: ended by two passes, the move cap or resignation
+    winner: jax.Array  # [B] int8: +1 Black, -1 White, 0 draw or unfinished
+    final_score: jax.Array  # [B] float32: Black's margin on the final board
+    final_board: jax.Array  # [B, P] int8: the last position, +1 black, -1 white
+    resigned: jax.Array  # [B] int8: colour that resigned, 0 if none
+    no_resign: jax.Array  # [B] bool: resignation disabled in this game
+    would_resign: jax.Array  # [B] int8: in no_resign games, first colour that would have resigned
+    length: jax.Array  # [B] int32: moves played (passes included)
+
+
+def agz_encode(states: gojax.GoState, dtype=jnp.uint8) -> jax.Array:
+    """``[B, N, N, 17]`` AlphaGo Zero planes (0/1, stored compactly as uint8 by default)."""
+    return jax.vmap(functools.partial(gojax.agz_planes, dtype=dtype))(states)
+
+
+def ownership(board: jax.Array, size: int) -> jax.Array:
+    """``[P]`` int8 Tromp-Taylor owner of each point of a ``[P]`` board: +1 Black, -1 White, 0.
+
+    A stone is its colour's; an empty point belongs to the colour its empty
+    region reaches alone (``gojax.area`` counts these points).
+    """
+    grid = board.reshape(size, size)
+    empty = grid == 0
+
+    def reaches(color):
+        def grow(reached):
+            pad = jnp.pad(reached, 1)
+            near = pad[:-2, 1:-1] | pad[2:, 1:-1] | pad[1:-1, :-2] | pad[1:-1, 2:]
+            return reached | (empty & near)
+
+        start = grid == color
+        return jax.lax.while_loop(
+            lambda c: jnp.any(c[0] != c[1]), lambda c: (grow(c[0]), c[0]), (grow(start), start)
+        )[0]
+
+    black, white = reaches(1), reaches(-1)
+    owner = (black & ~white).astype(jnp.int8) - (white & ~black).astype(jnp.int8)
+    return owner.reshape(size * size)
+
+
+def _select(mask: jax.Array, new: Any, old: Any) -> Any:
+    """Per-game choice between two ``[B, ...]`` pytrees."""
+
+    def pick(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree.map(pick, new, old)
+
+
+def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
+    """The parts of a search self-play keeps (fixed shapes, so two searches fit one cond)."""
+    out = search(evaluator, states, key, config)
+    visited = out.visit_counts > 0
+    best_q = jnp.max(jnp.where(visited, out.q_values, -jnp.inf), axis=-1)
+    best_q = jnp.where(jnp.any(visited, axis=-1), best_q, out.root_value)
+    return out.action, out.action_weights.astype(jnp.float32), out.root_value, best_q
+
+
+def _play(
+    evaluator_fn: EvaluatorFn, encode_fn: EncodeFn, variables: Any, key: jax.Array, config
+) -> Trajectories:
+    batch, size = config.num_games, config.size
+    key_resign, key_steps = jax.random.split(key)
+    evaluator = evaluator_fn(variables)
+    states = jax.vmap(lambda _: config.new_game())(jnp.arange(batch))
+    no_resign = jax.random.uniform(key_resign, (batch,)) < config.no_resign_fraction
+    full_config = config.search
+    fast_config = None
+    if config.fast_simulations is not None:
+        # KataGo's fast searches play for strength: no root noise.
+        fast_config = dataclasses.replace(
+            full_config, num_simulations=config.fast_simulations, dirichlet_fraction=0.0
+        )
+
+    def step(carry, t):
+        states, resigned, would_resign = carry
+        key_t = jax.random.fold_in(key_steps, t)
+        key_search, key_cap = jax.random.split(key_t)
+        active = ~states.terminated & (resigned == 0)
+        inputs = encode_fn(states)
+        if fast_config is None:
+            full = jnp.asarray(True)
+            action, weights, root_value, best_q = _search_summary(
+                evaluator, states, key_search, full_config
+            )
+        else:
+            full = jax.random.uniform(key_cap) < config.full_search_prob
+            action, weights, root_value, best_q = jax.lax.cond(
+                full,
+                lambda: _search_summary(evaluator, states, key_search, full_config),
+                lambda: _search_summary(evaluator, states, key_search, fast_config),
+            )
+        to_play = states.to_play
+        if config.resign_threshold is None:
+            hopeless = jnp.zeros((batch,), bool)
+        else:
+            limit = -config.resign_threshold
+            hopeless = active & (root_value < limit) & (best_q < limit)
+        resign_now = hopeless & ~no_resign
+        resigned = jnp.where(resign_now, to_play, resigned)
+        would_resign = jnp.where(hopeless & no_resign & (would_resign == 0), to_play, would_resign)
+        moves = active & ~resign_now
+        states = _select(moves, jax.vmap(gojax.play)(states, action), states)
+        record = dict(
+            inputs=inputs,
+            policy=weights,
+            policy_mask=active & full,
+            to_play=to_play,
+            action=jnp.where(moves, action, -1).astype(jnp.int32),
+            valid=active,
+            root_value=root_value,
+        )
+        return (states, resigned, would_resign), record
+
+    zeros = jnp.zeros((batch,), jnp.int8)
+    (states, resigned, would_resign), rec = jax.lax.scan(
+        step, (states, zeros, zeros), jnp.arange(config.steps)
+    )
+
+    final_score = jax.vmap(gojax.score)(states)  # [B]
+    by_score = jnp.sign(final_score).astype(jnp.int8)
+    finished = states.terminated | (resigned != 0)
+    winner = jnp.where(resigned != 0, -resigned, by_score)
+    winner = jnp.where(finished, winner, 0).astype(jnp.int8)
+    owner = jax.vmap(ownership, in_axes=(0, None))(states.board, size)  # [B, P] Black's view
+    mover = rec["to_play"]  # [T, B]
+    value_mask = rec["valid"] & finished[None]
+    return Trajectories(
+        **rec,
+        value=jnp.where(value_mask, winner[None] * mover, 0).astype(jnp.float32),
+        value_mask=value_mask,
+        score=jnp.where(value_mask, final_score[None] * mover, 0.0),
+        ownership=jnp.where(value_mask[..., None], owner[None] * mover[..., None], 0).astype(
+            jnp.int8
+        ),
+        score_mask=value_mask & (resigned == 0)[None],
+        finished=finished,
+        winner=winner,
+        final_score=final_score,
+        final_board=states.board,
+        resigned=resigned,
+        no_resign=no_resign,
+        would_resign=would_resign,
+        length=states.move_number,
+    )
+
+
+_play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config"))
+
+
+def play_games(
+    evaluator_fn: EvaluatorFn,
+    encode_fn: EncodeFn,
+    variables: Any,
+    key: jax.Array,
+    config: SelfPlayConfig,
+) -> tuple[Trajectories, dict[str, float]]:
+    """Play ``config.num_games`` games of self-play in one jitted scan.
+
+    Args:
+      evaluator_fn: ``variables -> Evaluator`` (e.g.
+        ``lambda v: agz_evaluator(net, v)``); called inside the jit so that the
+        variables are traced. Static: pass the same function object every call
+        (a new lambda each call recompiles).
+      encode_fn: ``states [B] -> inputs`` (a pytree of ``[B, ...]`` arrays),
+        the learner's encoding of a position, e.g. :func:`agz_encode`. Static.
+      variables: the network variables (any pytree; None for a net-free evaluator).
+      key: PRNG key, consumed.
+      config: a :class:`SelfPlayConfig`.
+
+    Returns:
+      ``(trajectories, stats)``: :class:`Trajectories` on the device and
+      :func:`selfplay_stats` (the wall time includes compilation on a first call).
+    """
+    start = time.perf_counter()
+    traj = _play_jit(evaluator_fn, encode_fn, variables, key, config)
+    traj = jax.block_until_ready(traj)
+    return traj, selfplay_stats(traj, time.perf_counter() - start)
+
+
+def selfplay_stats(traj: Trajectories, seconds: float | None = None) -> dict[str, float]:
+    """Summary numbers of a batch of games (host-side).
+
+    Keys: ``games``, ``games_finished``, ``positions`` (searched moves),
+    ``policy_targets``, ``mean_game_length`` (finished games),
+    ``black_win_rate`` (finished games, draws count half), ``draws``,
+    ``resignations``, ``no_resign_games``, ``would_resign`` (no-resign games
+    where someone would have resigned), ``resign_false_positives`` (of those,
+    finished games the would-be resigner won or drew), ``resign_false_positive_rate``
+    (NaN without any), and with ``seconds``: ``seconds``, ``moves_per_second``
+    (searched positions per second).
+    """
+    finished = np.asarray(traj.finished)
+    winner = np.asarray(traj.winner)
+    length = np.asarray(traj.length)
+    would = np.asarray(traj.would_resign)
+    no_resign = np.asarray(traj.no_resign)
+    num_finished = int(finished.sum())
+    candidates = no_resign & (would != 0) & finished
+    false_pos = candidates & (winner * would >= 0)
+    positions = int(np.asarray(traj.valid).sum())
+    stats = {
+        "games": float(finished.shape[0]),
+        "games_finished": float(num_finished),
+        "positions": float(positions),
+        "policy_targets": float(np.asarray(traj.policy_mask).sum()),
+        "mean_game_length": float(length[finished].mean()) if num_finished else float("nan"),
+        "black_win_rate": (
+            float(((winner[finished] == 1) + 0.5 * (winner[finished] == 0)).mean())
+            if num_finished
+            else float("nan")
+        ),
+        "draws": float((finished & (winner == 0)).sum()),
+        "resignations": float((np.asarray(traj.resigned) != 0).sum()),
+        "no_resign_games": float(no_resign.sum()),
+        "would_resign": float(candidates.sum()),
+        "resign_false_positives": float(false_pos.sum()),
+        "resign_false_positive_rate": (
+            float(false_pos.sum() / candidates.sum()) if candidates.any() else float("nan")
+        ),
+    }
+    if seconds is not None:
+        stats["seconds"] = float(seconds)
+        stats["moves_per_second"] = positions / max(seconds, 1e-9)
+    return stats
+
+
+def game_result(traj: Trajectories, game: int) -> str | None:
+    """SGF ``RE[]`` of one game: ``B+R``/``W+R`` for resignations, the margin, or None."""
+    if not bool(traj.finished[game]):
+        return None
+    resigned = int(traj.resigned[game])
+    if resigned:
+        return "W+R" if resigned == 1 else "B+R"
+    return result_string(float(traj.final_score[game]))
+
+
+def trajectories_to_sgf(
+    traj: Trajectories, config: SelfPlayConfig, folder: str | os.PathLike[str], *, prefix="game"
+) -> list[str]:
+    """Write every game as ``folder/{prefix}_{b:05d}.sgf``; returns the paths.
+
+    The record has the played moves (Black first), komi, rules and ``RE``
+    (none for unfinished games).
+    """
+    traj = jax.device_get(traj)
+    os.makedirs(folder, exist_ok=True)
+    actions = np.asarray(traj.action)  # [T, B]
+    paths = []
+    for b in range(actions.shape[1]):
+        moves = actions[:, b]
+        record = record_from_actions(
+            moves[moves >= 0].tolist(),
+            size=config.size,
+            komi=config.komi,
+            rules=config.rules,
+            result=game_result(traj, b),
+        )
+        path = os.path.join(os.fspath(folder), f"{prefix}_{b:05d}.sgf")
+        sgf.save(record, path)
+        paths.append(path)
+    return paths
