@@ -1,0 +1,451 @@
+"""The learner: losses, optimisers, a sharded ``jax.jit`` train step, multi-host setup.
+
+One code path for every machine: a ``jax.sharding.Mesh`` with a single
+``"data"`` axis over all devices (1 CPU, 8 fake CPU devices, local processes,
+a GPU, a TPU slice). The batch is split over ``"data"``; parameters (and the
+optimiser state that mirrors them) are either replicated or, with
+``param_sharding="fsdp"``, split along their largest axis over the same
+devices. XLA inserts the collectives: the step is written as if for one
+device, on the global batch::
+
+    mesh = make_mesh(config)
+    state = create_train_state(spec, config, key, size=9, mesh=mesh)
+    step = make_train_step(spec, build(spec), config, mesh)
+    state, metrics = step(state, shard_batch(batch, mesh))
+    check_finite(metrics, step=int(state.step))
+
+Batch format (a dict of arrays, leading axis ``B`` = global batch size):
+
+* ``inputs``: the encoder's tuple (``train.model.encode``);
+* ``policy [B, A]`` target distribution (search visits), ``policy_mask [B]``;
+* ``value [B]``: outcome ``z`` in {-1, 0, 1} for the side to move, ``value_mask [B]``;
+* optional ``score [B]`` (final score lead, points, side to move; masked by
+  ``value_mask``) and ``ownership [B, P]`` in [-1, 1] for the side to move with
+  ``ownership_mask [B]``. Optional targets are used only by KataGo nets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from train.model import ModelSpec, forward, init_variables
+
+DATA_AXIS = "data"
+OPTIMIZERS = ("sgd", "adamw")
+VALUE_LOSSES = ("auto", "mse", "cross_entropy")
+PARAM_SHARDINGS = ("replicated", "fsdp")
+
+Batch = dict[str, Any]
+Metrics = dict[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+    """Hyperparameters of the learner. Defaults follow AlphaGo Zero (Silver et al. 2017).
+
+    Loss weights (the total is their weighted sum):
+      policy_weight: policy cross-entropy against the search distribution.
+      value_weight: value loss against the outcome ``z``.
+      value_loss: ``"mse"`` ``(v - z)^2`` (AlphaGo Zero), ``"cross_entropy"``
+        of KataGo's win/loss/noResult logits against ``((1+z)/2, (1-z)/2, 0)``
+        (a draw is half a win), or ``"auto"``: cross-entropy when the net has
+        value logits, MSE otherwise.
+      score_weight: Huber loss of the predicted score lead (points) against the
+        final lead; ``score_huber_delta`` in points. KataGo nets only.
+      ownership_weight: per-point binary cross-entropy of ``(1+o)/2`` against
+        ``(1+o_target)/2``, averaged over points. KataGo nets only.
+      l2: coefficient ``c`` of ``c * sum(w^2)`` over kernels (AlphaGo Zero's
+        1e-4), part of the loss; BN scales and biases are not decayed.
+
+    Optimiser:
+      optimizer: ``"sgd"`` (momentum, AlphaGo Zero's step schedule) or
+        ``"adamw"`` (linear warmup to ``learning_rate`` then cosine decay to
+        ``learning_rate * end_lr_factor`` at ``total_steps``).
+      lr_boundaries, lr_values: SGD's schedule: ``lr_values[i]`` from step
+        ``lr_boundaries[i-1]`` on (one more value than boundaries).
+      momentum: SGD momentum.
+      weight_decay: decoupled weight decay on kernels (SGD and AdamW).
+      grad_clip_norm: clip gradients to this global norm; 0 disables.
+
+    Scale:
+      batch_size: global batch size (divisible by the number of devices).
+      num_devices: devices on the ``"data"`` axis; 0 = all of ``jax.devices()``.
+      param_sharding: ``"replicated"`` or ``"fsdp"`` (each parameter and
+        optimiser-state leaf of at least ``fsdp_min_size`` elements split along
+        its largest axis divisible by the device count).
+    """
+
+    policy_weight: float = 1.0
+    value_weight: float = 1.0
+    value_loss: str = "auto"
+    score_weight: float = 0.02
+    score_huber_delta: float = 10.0
+    ownership_weight: float = 1.0
+    l2: float = 1e-4
+
+    optimizer: str = "sgd"
+    lr_boundaries: tuple[int, ...] = (400_000, 600_000)
+    lr_values: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
+    momentum: float = 0.9
+    learning_rate: float = 1e-3
+    warmup_steps: int = 1_000
+    total_steps: int = 700_000
+    end_lr_factor: float = 0.01
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 0.0
+
+    batch_size: int = 256
+    num_devices: int = 0
+    param_sharding: str = "replicated"
+    fsdp_min_size: int = 2**14
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, not {self.optimizer!r}")
+        if self.value_loss not in VALUE_LOSSES:
+            raise ValueError(f"value_loss must be one of {VALUE_LOSSES}, not {self.value_loss!r}")
+        if self.param_sharding not in PARAM_SHARDINGS:
+            raise ValueError(
+                f"param_sharding must be one of {PARAM_SHARDINGS}, not {self.param_sharding!r}"
+            )
+        if len(self.lr_values) != len(self.lr_boundaries) + 1:
+            raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
+        object.__setattr__(self, "lr_boundaries", tuple(int(b) for b in self.lr_boundaries))
+        object.__setattr__(self, "lr_values", tuple(float(v) for v in self.lr_values))
+
+
+class TrainState(flax.struct.PyTreeNode):
+    """Everything a step changes; a pytree (checkpointed whole)."""
+
+    step: jax.Array  # [] int32, optimiser steps taken
+    params: Any  # flax "params" collection, float32
+    batch_stats: Any  # flax "batch_stats" collection (BN running means/variances)
+    opt_state: Any  # optax state of ``make_optimizer(config)``
+    rng: jax.Array  # [2] uint32, a raw PRNG key; per-step keys are fold_in(rng, step)
+
+
+# ----------------------------------------------------------------------------
+# Optimiser.
+
+
+def learning_rate_schedule(config: LearnerConfig) -> optax.Schedule:
+    """Learning rate as a function of the step (see ``LearnerConfig``)."""
+    if config.optimizer == "adamw":
+        return optax.warmup_cosine_decay_schedule(
+            init_value=0.0,
+            peak_value=config.learning_rate,
+            warmup_steps=config.warmup_steps,
+            decay_steps=max(config.total_steps, config.warmup_steps + 1),
+            end_value=config.learning_rate * config.end_lr_factor,
+        )
+    boundaries = jnp.asarray(config.lr_boundaries, jnp.int32)
+    values = jnp.asarray(config.lr_values, jnp.float32)
+
+    def schedule(step: jax.Array) -> jax.Array:
+        return values[jnp.searchsorted(boundaries, step, side="right")]
+
+    return schedule
+
+
+def _kernel_mask(params: Any) -> Any:
+    """True on weight matrices and conv kernels (ndim >= 2), False on biases and BN."""
+    return jax.tree.map(lambda p: p.ndim >= 2, params)
+
+
+def make_optimizer(config: LearnerConfig) -> optax.GradientTransformation:
+    """Clip, decay, then SGD with momentum or AdamW, on ``learning_rate_schedule``."""
+    schedule = learning_rate_schedule(config)
+    parts = []
+    if config.grad_clip_norm > 0:
+        parts.append(optax.clip_by_global_norm(config.grad_clip_norm))
+    if config.optimizer == "sgd":
+        if config.weight_decay > 0:
+            parts.append(optax.add_decayed_weights(config.weight_decay, mask=_kernel_mask))
+        parts.append(optax.sgd(schedule, momentum=config.momentum))
+    else:
+        parts.append(optax.adamw(schedule, weight_decay=config.weight_decay, mask=_kernel_mask))
+    return optax.chain(*parts)
+
+
+# ----------------------------------------------------------------------------
+# Mesh and shardings.
+
+
+def initialize_distributed(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> bool:
+    """Join a multi-process run when a coordinator is given; a no-op otherwise.
+
+    Arguments default to the environment variables ``JAX_COORDINATOR_ADDRESS``
+    (``host:port``), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``. Must run
+    before anything touches a JAX backend. Returns whether it initialised.
+    """
+    coordinator_address = coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if not coordinator_address:
+        return False
+    if num_processes is None and "JAX_NUM_PROCESSES" in os.environ:
+        num_processes = int(os.environ["JAX_NUM_PROCESSES"])
+    if process_id is None and "JAX_PROCESS_ID" in os.environ:
+        process_id = int(os.environ["JAX_PROCESS_ID"])
+    jax.distributed.initialize(
+        coordinator_address=coordinator_address,
+        num_processes=num_processes,
+        process_id=process_id,
+    )
+    return True
+
+
+def make_mesh(config: LearnerConfig) -> Mesh:
+    """A 1-D mesh ``("data",)`` over the first ``config.num_devices`` global devices (0: all)."""
+    devices = jax.devices()
+    n = config.num_devices or len(devices)
+    if n > len(devices):
+        raise ValueError(f"num_devices={n} but only {len(devices)} devices exist")
+    if config.batch_size % n:
+        raise ValueError(f"batch_size {config.batch_size} is not divisible by {n} devices")
+    return Mesh(np.asarray(devices[:n]), (DATA_AXIS,))
+
+
+def _leaf_spec(shape: tuple[int, ...], config: LearnerConfig, n: int) -> PartitionSpec:
+    """FSDP rule for one array: split its largest axis divisible by ``n``, if big enough."""
+    if config.param_sharding == "replicated" or n == 1 or math.prod(shape) < config.fsdp_min_size:
+        return PartitionSpec()
+    axes = sorted(range(len(shape)), key=lambda a: -shape[a])
+    for axis in axes:
+        if shape[axis] % n == 0:
+            spec = [None] * len(shape)
+            spec[axis] = DATA_AXIS
+            return PartitionSpec(*spec)
+    return PartitionSpec()
+
+
+def state_shardings(state: Any, config: LearnerConfig, mesh: Mesh) -> Any:
+    """``NamedSharding``s for a train state (arrays or ``jax.ShapeDtypeStruct``s).
+
+    One rule for every leaf, so that momentum and Adam moments get exactly
+    their parameter's sharding; step, rng and small leaves are replicated.
+    """
+    n = mesh.shape[DATA_AXIS]
+    return jax.tree.map(lambda x: NamedSharding(mesh, _leaf_spec(tuple(x.shape), config, n)), state)
+
+
+def batch_sharding(mesh: Mesh) -> NamedSharding:
+    """Every batch leaf is split along its leading (batch) axis over ``"data"``."""
+    return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+
+
+def shard_batch(batch: Batch, mesh: Mesh) -> Batch:
+    """Put a host batch on the mesh.
+
+    One process: ``batch`` is the global batch. Several processes: each passes
+    its own slice (``global_batch / process_count`` rows) and the result is
+    the global array.
+    """
+    sharding = batch_sharding(mesh)
+    if jax.process_count() == 1:
+        return jax.device_put(batch, sharding)
+    return jax.tree.map(
+        lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), batch
+    )
+
+
+# ----------------------------------------------------------------------------
+# State.
+
+
+def create_train_state(
+    spec: ModelSpec,
+    config: LearnerConfig,
+    key: jax.Array,
+    size: int,
+    mesh: Mesh | None = None,
+) -> TrainState:
+    """A fresh state for ``size x size`` boards; on ``mesh``'s shardings when given.
+
+    ``key`` is a raw ``jax.random.PRNGKey``; it seeds the parameters and the
+    state's ``rng``. With a mesh the state is built by a jit whose
+    ``out_shardings`` place every leaf where the train step wants it (no copy
+    of the full parameters on one device under FSDP).
+    """
+    tx = make_optimizer(config)
+    key_init, key_state = jax.random.split(key)
+
+    def init() -> TrainState:
+        variables = init_variables(spec, key_init, size)
+        return TrainState(
+            step=jnp.zeros((), jnp.int32),
+            params=variables["params"],
+            batch_stats=variables["batch_stats"],
+            opt_state=tx.init(variables["params"]),
+            rng=key_state,
+        )
+
+    if mesh is None:
+        return jax.jit(init)()
+    shardings = state_shardings(jax.eval_shape(init), config, mesh)
+    return jax.jit(init, out_shardings=shardings)()
+
+
+def abstract_train_state(
+    spec: ModelSpec, config: LearnerConfig, size: int, mesh: Mesh | None = None
+) -> TrainState:
+    """Shapes, dtypes (and shardings, with a mesh) of a state: a template for restoring."""
+    shapes = jax.eval_shape(lambda: create_train_state(spec, config, jax.random.PRNGKey(0), size))
+    if mesh is None:
+        return shapes
+    shardings = state_shardings(shapes, config, mesh)
+    return jax.tree.map(
+        lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes, shardings
+    )
+
+
+# ----------------------------------------------------------------------------
+# Losses and the step.
+
+
+def _masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
+    mask = mask.astype(jnp.float32)
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def losses(
+    spec: ModelSpec, config: LearnerConfig, out: dict[str, Any], params: Any, batch: Batch
+) -> tuple[jax.Array, Metrics]:
+    """Total loss and every term, from ``forward``'s outputs and a batch."""
+    metrics: Metrics = {}
+    log_p = jax.nn.log_softmax(out["policy_logits"].astype(jnp.float32), axis=-1)
+    policy_mask = batch["policy_mask"]
+    target = batch["policy"].astype(jnp.float32)
+    metrics["policy_loss"] = _masked_mean(-jnp.sum(target * log_p, axis=-1), policy_mask)
+    # 0 * log 0 is 0: entropy of the net's own policy.
+    entropy = -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+    metrics["policy_entropy"] = _masked_mean(entropy, policy_mask)
+
+    z = batch["value"].astype(jnp.float32)
+    value_mask = batch["value_mask"]
+    use_ce = config.value_loss == "cross_entropy" or (
+        config.value_loss == "auto" and "value_logits" in out
+    )
+    if use_ce:
+        if "value_logits" not in out:
+            raise ValueError(f"value_loss='cross_entropy': {spec.preset} has no value logits")
+        wld = jnp.stack([(1 + z) / 2, (1 - z) / 2, jnp.zeros_like(z)], axis=-1)
+        log_v = jax.nn.log_softmax(out["value_logits"].astype(jnp.float32), axis=-1)
+        metrics["value_loss"] = _masked_mean(-jnp.sum(wld * log_v, axis=-1), value_mask)
+    else:
+        metrics["value_loss"] = _masked_mean((out["value"] - z) ** 2, value_mask)
+    decided = value_mask.astype(bool) & (z != 0)
+    agree = jnp.sign(out["value"]) == jnp.sign(z)
+    metrics["value_accuracy"] = _masked_mean(agree.astype(jnp.float32), decided)
+
+    total = config.policy_weight * metrics["policy_loss"]
+    total += config.value_weight * metrics["value_loss"]
+    if "score" in batch and "score_lead" in out:
+        huber = optax.huber_loss(
+            out["score_lead"], batch["score"].astype(jnp.float32), delta=config.score_huber_delta
+        )
+        metrics["score_loss"] = _masked_mean(huber, value_mask)
+        total += config.score_weight * metrics["score_loss"]
+    if "ownership" in batch and "ownership_logits" in out:
+        # tanh(r) = 2 sigmoid(2r) - 1, so (1 + o) / 2 = sigmoid(2r).
+        per_point = optax.sigmoid_binary_cross_entropy(
+            2.0 * out["ownership_logits"].astype(jnp.float32),
+            (1.0 + batch["ownership"].astype(jnp.float32)) / 2.0,
+        )
+        metrics["ownership_loss"] = _masked_mean(per_point.mean(-1), batch["ownership_mask"])
+        total += config.ownership_weight * metrics["ownership_loss"]
+
+    kernels = [p for p in jax.tree.leaves(params) if p.ndim >= 2]
+    metrics["l2_loss"] = sum(jnp.sum(jnp.square(p)) for p in kernels)
+    total += config.l2 * metrics["l2_loss"]
+    metrics["total_loss"] = total
+    return total, metrics
+
+
+def make_train_step(
+    spec: ModelSpec, module: nn.Module, config: LearnerConfig, mesh: Mesh
+) -> Callable[[TrainState, Batch], tuple[TrainState, Metrics]]:
+    """A jitted ``step(state, batch) -> (state, metrics)`` on ``mesh``.
+
+    ``state`` is donated (its buffers are reused for the new state; do not use
+    it after the call). ``batch`` must be on ``batch_sharding(mesh)`` (see
+    ``shard_batch``) and its global size divisible by the device count.
+    ``metrics`` are replicated float32 scalars: every loss term,
+    ``total_loss``, ``policy_entropy``, ``value_accuracy`` (sign agreement on
+    decided games), ``grad_norm`` (before clipping) and ``learning_rate``.
+    """
+    tx = make_optimizer(config)
+    schedule = learning_rate_schedule(config)
+
+    def step(state: TrainState, batch: Batch) -> tuple[TrainState, Metrics]:
+        def loss_fn(params):
+            variables = {"params": params, "batch_stats": state.batch_stats}
+            # train=True BN: under jit the batch mean and variance are reductions over
+            # the global (sharded) batch, so with data parallelism XLA all-reduces them
+            # and every device normalises with the statistics of the whole batch.
+            out = forward(spec, module, variables, batch["inputs"], train=True)
+            total, metrics = losses(spec, config, out, params, batch)
+            return total, (metrics, out["batch_stats"])
+
+        grads, (metrics, batch_stats) = jax.grad(loss_fn, has_aux=True)(state.params)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        metrics["grad_norm"] = optax.tree.norm(grads)
+        metrics["learning_rate"] = jnp.asarray(schedule(state.step), jnp.float32)
+        new_state = state.replace(
+            step=state.step + 1,
+            params=params,
+            batch_stats=batch_stats,
+            opt_state=opt_state,
+        )
+        return new_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
+
+    # Shardings depend on parameter shapes, which depend on the board size (AGZ's dense
+    # layers): compile once per state structure and shapes.
+    cache: dict[Any, Callable] = {}
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    def compiled_for(state: TrainState) -> Callable:
+        key = jax.tree.structure(state), tuple(x.shape for x in jax.tree.leaves(state))
+        if key not in cache:
+            shardings = state_shardings(state, config, mesh)
+            cache[key] = jax.jit(
+                step,
+                in_shardings=(shardings, batch_sharding(mesh)),
+                out_shardings=(shardings, replicated),
+                donate_argnums=0,
+            )
+        return cache[key]
+
+    def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, Metrics]:
+        return compiled_for(state)(state, batch)
+
+    return train_step
+
+
+# ----------------------------------------------------------------------------
+# Failing loudly.
+
+
+def check_finite(metrics: Metrics, step: int | None = None) -> None:
+    """Raise ``FloatingPointError`` if any metric is NaN or infinite (fetches to host)."""
+    values = jax.device_get(metrics)
+    bad = {k: float(v) for k, v in values.items() if not np.all(np.isfinite(v))}
+    if bad:
+        where = f"at step {step}" if step is not None else ""
+        names = ", ".join(f"{k}={v}" for k, v in sorted(bad.items()))
+        raise FloatingPointError(f"training stopped: non-finite {names} {where}".rstrip())

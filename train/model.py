@@ -1,0 +1,162 @@
+"""One interface over the two net families: build, encode, initialise, run, evaluate.
+
+A :class:`ModelSpec` names a preset of ``gojax.nn.PRESETS`` and its input
+encoder. Everything the learner and self-play need goes through here, so that
+neither cares whether the net is AlphaGo Zero's (17 planes, tanh value) or
+KataGo's (22 spatial + 19 global features; win/loss/noResult logits, score,
+ownership)::
+
+    spec = ModelSpec("tiny")
+    module = build(spec)
+    variables = init_variables(spec, key, size=9)
+    out = forward(spec, module, variables, encode(spec, states), train=False)
+    out["policy_logits"]  # [B, N*N+1]
+    out["value"]          # [B] in [-1, 1], side to move
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from gojax._board import GoState
+from gojax._features import agz_planes
+from gojax.evaluate import batch_inputs
+from gojax.nn import PRESETS, AlphaGoZeroNet, KataGoNet, example_inputs
+
+ENCODERS = ("agz", "katago")
+DTYPES = ("float32", "bfloat16", "float16")
+
+# KataGo's score head is in units of 20 points; index 2 is the lead.
+SCORE_SCALE = 20.0
+SCORE_LEAD_INDEX = 2
+
+Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Which net, which inputs, which compute dtype. Hashable: usable as a static argument.
+
+    Attributes:
+      preset: a key of ``gojax.nn.PRESETS`` (``"tiny"``, ``"b6c96"``, ``"agz_tiny"``, ...).
+      encoder: ``"agz"`` (``gojax.agz_planes``, for ``AlphaGoZeroNet``) or ``"katago"``
+        (``gojax.evaluate.batch_inputs``, for ``KataGoNet``); ``None`` picks the one the
+        preset's net takes.
+      dtype: compute dtype name; parameters stay float32 whatever it is.
+    """
+
+    preset: str = "tiny"
+    encoder: str | None = None
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; known: {sorted(PRESETS)}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
+        natural = "agz" if _is_agz(self.preset) else "katago"
+        if self.encoder is None:
+            object.__setattr__(self, "encoder", natural)
+        elif self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, not {self.encoder!r}")
+        elif self.encoder != natural:
+            raise ValueError(
+                f"preset {self.preset!r} takes {natural!r} inputs, not {self.encoder!r}"
+            )
+
+    @property
+    def is_katago(self) -> bool:
+        return self.encoder == "katago"
+
+
+def _is_agz(preset: str) -> bool:
+    ctor = PRESETS[preset]
+    return getattr(ctor, "func", ctor) is AlphaGoZeroNet
+
+
+def build(spec: ModelSpec) -> nn.Module:
+    """The flax module of ``spec`` (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
+    module = PRESETS[spec.preset](dtype=jnp.dtype(spec.dtype))
+    assert isinstance(module, KataGoNet | AlphaGoZeroNet)
+    return module
+
+
+def encode(spec: ModelSpec, states: GoState) -> tuple[jax.Array, ...]:
+    """Net inputs of ``[B]`` states, as a tuple of positional arguments.
+
+    ``agz``: ``(planes [B, N, N, 17],)``; ``katago``: ``(spatial [B, N, N, 22],
+    global [B, 19])``. All float32.
+    """
+    if spec.is_katago:
+        spatial, global_features = batch_inputs(states)
+        return spatial.astype(jnp.float32), global_features.astype(jnp.float32)
+    return (jax.vmap(agz_planes)(states).astype(jnp.float32),)
+
+
+def dummy_inputs(spec: ModelSpec, batch: int, size: int) -> tuple[jax.Array, ...]:
+    """All-on-board zero inputs of ``encode``'s shapes (for init and tests)."""
+    return example_inputs(build(spec), batch, size)
+
+
+def init_variables(spec: ModelSpec, key: jax.Array, size: int) -> dict[str, Any]:
+    """``{"params", "batch_stats"}`` for ``size x size`` boards (AGZ's dense layers fix it)."""
+    module = build(spec)
+    variables = module.init(key, *dummy_inputs(spec, 1, size), train=False)
+    return {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}
+
+
+def forward(
+    spec: ModelSpec,
+    module: nn.Module,
+    variables: dict[str, Any],
+    inputs: tuple[jax.Array, ...],
+    train: bool,
+) -> dict[str, Any]:
+    """Run the net; outputs for the side to move.
+
+    Returns a dict with ``policy_logits [B, A]`` (``A = N*N + 1``, pass last) and
+    ``value [B]`` in [-1, 1]; KataGo nets add ``value_logits [B, 3]`` (win, loss,
+    noResult), ``score_lead [B]`` (points) and ``ownership [B, N*N]`` (tanh, in
+    [-1, 1]); ``ownership_logits [B, N*N]`` is the raw head, ``tanh`` of which is
+    ``ownership``. With ``train=True`` the BNs use batch statistics and the dict
+    also holds the updated ``batch_stats``.
+    """
+    if train:
+        raw, updates = module.apply(variables, *inputs, train=True, mutable=["batch_stats"])
+    else:
+        raw, updates = module.apply(variables, *inputs, train=False), None
+    out: dict[str, Any] = {"policy_logits": raw["policy_logits"]}
+    if spec.is_katago:
+        probs = jax.nn.softmax(raw["value_logits"].astype(jnp.float32), axis=-1)
+        out["value"] = probs[:, 0] - probs[:, 1]
+        out["value_logits"] = raw["value_logits"]
+        out["score_lead"] = raw["score"][:, SCORE_LEAD_INDEX] * SCORE_SCALE
+        out["ownership_logits"] = raw["ownership"]
+        out["ownership"] = jnp.tanh(raw["ownership"])
+    else:
+        out["value"] = raw["value"]
+    if updates is not None:
+        out["batch_stats"] = updates["batch_stats"]
+    return out
+
+
+def evaluator(spec: ModelSpec, module: nn.Module, variables: dict[str, Any]) -> Evaluator:
+    """A ``gojax.search`` evaluator ``(states [B], key) -> (prior_logits [B, A], value [B])``.
+
+    Inference mode (running BN statistics), no symmetry. The logits are the
+    net's own; the search masks illegal moves. Build it inside the jitted
+    function that searches so that ``variables`` are traced, not baked in.
+    """
+
+    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        del key
+        out = forward(spec, module, variables, encode(spec, states), train=False)
+        return out["policy_logits"], out["value"]
+
+    return evaluate_leaves
