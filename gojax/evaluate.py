@@ -39,7 +39,7 @@ from gojax._board import GoState, legal_moves
 from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, transform_board, transform_planes
 from gojax.katago_features import katago_inputs
 from gojax.katago_outputs import postprocess
-from gojax.nn import KataGoNet
+from gojax.nn import KataGoNet, apply_in_chunks, default_chunk
 
 SYMMETRY_MODES = ("random", "average")
 
@@ -72,7 +72,7 @@ def _apply_net(
 ) -> dict[str, jax.Array]:
     """Run ``net`` on inputs turned by per-position ``symmetries [B]``; outputs turned back."""
     turned = jax.vmap(transform_planes)(spatial, symmetries)
-    raw = net.apply(variables, turned, global_features, train=False)
+    raw = apply_in_chunks(net, variables, turned, global_features, chunk=default_chunk())
     back = inverse_symmetry(symmetries)
     out = dict(raw)
     out["ownership"] = jax.vmap(transform_board)(raw["ownership"], back)

@@ -537,3 +537,18 @@ def test_postprocess_shortterm_errors(version):
             rules_ko_simple=False,
             version=version,
         )
+
+
+def test_apply_in_chunks_equals_one_call():
+    """Chunked inference (padded to whole chunks) gives the outputs of one call."""
+    net = gnn.PRESETS["tiny"]()
+    spatial, global_ = gnn.example_inputs(net, 5, 7)
+    spatial = spatial.at[..., 1].set(jax.random.bernoulli(jax.random.key(1), 0.3, (5, 7, 7)))
+    global_ = global_.at[:, 5].set(jnp.arange(5) / 10.0)
+    variables = net.init(jax.random.key(0), spatial, global_)
+    whole = net.apply(variables, spatial, global_, train=False)
+    for chunk in (2, 3, 16, None):
+        parts = gnn.apply_in_chunks(net, variables, spatial, global_, chunk=chunk)
+        for key, value in whole.items():
+            np.testing.assert_allclose(parts[key], value, rtol=1e-5, atol=1e-5, err_msg=key)
+    assert gnn.default_chunk() in (16, None)
