@@ -380,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     from eval.gtp import register as register_gtp
 
     register_gtp(commands)
+    from train.cli import register as register_train
+
+    register_train(commands)
     return parser
 
 

@@ -1,0 +1,77 @@
+"""``gojax train``: parse the flags and the ``--config.KEY=VALUE`` overrides, call ``train``.
+
+Kept apart from ``train.loop`` so that building the ``gojax`` parser imports
+no JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+# ----------------------------------------------------------------------------
+# gojax train
+
+
+def cmd_train(args) -> int:
+    # Before anything touches a backend: a multi-process job joins its coordinator.
+    import jax
+
+    from train.learner import initialize_distributed
+    from train.loop import apply_overrides, load_config, train
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    if not initialize_distributed() and config.multihost:
+        jax.distributed.initialize()  # TPU pods and SLURM: everything auto-detected
+    summary = train(config, args.workdir)
+    if jax.process_index() == 0:
+        print(
+            f"stopped at step {summary['step']} ({summary['stopped']}), "
+            f"iteration {summary['iteration']}, {summary['games']} games; "
+            f"workdir {args.workdir}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+class _TrainParser(argparse.ArgumentParser):
+    """Keeps ``--config.KEY=VALUE`` arguments (unknown to argparse) as ``overrides``.
+
+    argparse would reject them as unrecognised options: a subparser hands its
+    leftovers to the top-level parser, so this one claims them first.
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, rest = super().parse_known_args(args, namespace)
+        overrides, unknown = [], []
+        i = 0
+        while i < len(rest):
+            if rest[i].startswith("--config."):
+                # "--config.k=v" or "--config.k v".
+                width = 1 if "=" in rest[i] or i + 1 == len(rest) else 2
+                overrides.extend(rest[i : i + width])
+                i += width
+            else:
+                unknown.append(rest[i])
+                i += 1
+        namespace.overrides = overrides
+        return namespace, unknown
+
+
+def register(commands) -> None:
+    """Add ``gojax train`` to the subcommands of the ``gojax`` parser."""
+    parser_class = commands._parser_class
+    commands._parser_class = _TrainParser
+    try:
+        parser = commands.add_parser(
+            "train",
+            help="self-play training from a config file (resumes from the workdir)",
+            description="Trains from a config file; overrides: --config.KEY=VALUE with dotted "
+            "keys, e.g. --config.train.total_steps=100.",
+        )
+    finally:
+        commands._parser_class = parser_class
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots, SGF")
+    parser.set_defaults(run=cmd_train, overrides=[])

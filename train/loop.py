@@ -1,0 +1,704 @@
+"""The training loop: self-play, replay, learner steps, metrics, checkpoints, evaluation.
+
+``train(config, workdir)`` runs AlphaGo Zero's loop on one process (or every
+process of a multi-host job) from an ``ml_collections.ConfigDict`` (see
+``configs/``)::
+
+    iteration: self-play num_games games with the current params -> replay
+               if the replay holds replay.min_size positions:
+                   updates_per_iteration learner steps on sampled batches
+               metrics -> metrics.jsonl, TensorBoard, plot; SGF of a few games
+    until train.total_steps learner steps or train.max_minutes
+
+Everything random derives from ``config.seed``: iteration ``i`` self-plays with
+``fold_in(selfplay_key, i)`` and learner step ``s`` samples with
+``fold_in(sample_key, s)``. A checkpoint (every ``train.checkpoint_every``
+steps, at the end, on SIGTERM/SIGINT) holds the train state, the replay
+contents and the counters (iteration, updates left in it), so a resumed run
+continues exactly where the stopped one was: it produces the same losses as
+a run that never stopped.
+
+Workdir layout: ``checkpoints/<step>/``, ``metrics.jsonl``, ``tb/`` (TensorBoard
+events), ``learning_curve.png``, ``eval.json``, ``sgf/iter_<i>/``, ``config.json``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import importlib.util
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+
+from gojax.search import SearchConfig
+from train import model as model_lib
+from train.checkpoint import Checkpointer, install_signal_handlers
+from train.evaluation import play_arena, random_agent, search_agent, uct_agent
+from train.learner import (
+    LearnerConfig,
+    abstract_train_state,
+    check_finite,
+    create_train_state,
+    make_mesh,
+    make_train_step,
+    shard_batch,
+)
+from train.replay import ReplayBuffer
+from train.selfplay import SelfPlayConfig, agz_encode, play_games, trajectories_to_sgf
+
+__all__ = [
+    "apply_overrides",
+    "default_config",
+    "incompatible_keys",
+    "load_config",
+    "train",
+]
+
+# Keys that may change between a run and its resumption: how long to run, how
+# often to save or evaluate. Everything else changes what is trained.
+RESUMABLE_PREFIXES = ("train.", "eval.", "learner.num_devices")
+
+# Per-game fields of Trajectories ([B, ...]); the others are time-major [T, B, ...].
+_PER_GAME = (
+    "finished",
+    "winner",
+    "final_score",
+    "final_board",
+    "resigned",
+    "no_resign",
+    "would_resign",
+    "length",
+)
+
+
+# ----------------------------------------------------------------------------
+# Configs: loading and overrides.
+
+
+def load_config(path: str | os.PathLike) -> ml_collections.ConfigDict:
+    """``get_config()`` of a Python config file; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise OSError(f"config file {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"gojax_config_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise ValueError(f"{path}: cannot load: {type(error).__name__}: {error}") from error
+    if not hasattr(module, "get_config"):
+        raise ValueError(f"{path}: no get_config() function")
+    config = module.get_config()
+    if not isinstance(config, ml_collections.ConfigDict):
+        raise ValueError(f"{path}: get_config() must return an ml_collections.ConfigDict")
+    return config
+
+
+def default_config() -> ml_collections.ConfigDict:
+    """Every key a run config has, with defaults; ``configs/*.py`` start from this.
+
+    Groups: ``board`` (the game), ``model``, ``selfplay`` (search and games per
+    iteration), ``replay``, ``learner`` (the fields of ``LearnerConfig``),
+    ``train`` (length, saving, logging), ``eval`` (the final arena). 0 means
+    "off/default" for the optional integers (``max_moves``, ``num_steps``,
+    ``fast_simulations``) and ``resign_threshold``.
+    """
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+    c.multihost = False  # call jax.distributed.initialize() (TPU pods, SLURM)
+    c.board = ml_collections.ConfigDict(dict(size=9, komi=7.0, rules="tromp-taylor", max_moves=0))
+    c.model = ml_collections.ConfigDict(dict(preset="agz_tiny", dtype="float32"))
+    c.selfplay = ml_collections.ConfigDict(
+        dict(
+            num_games=64,
+            num_steps=0,
+            search_kind="puct",
+            num_simulations=32,
+            pb_c_init=1.25,
+            dirichlet_fraction=0.25,
+            temperature_moves=8,
+            resign_threshold=0.0,
+            no_resign_fraction=0.1,
+            fast_simulations=0,
+            full_search_prob=0.25,
+        )
+    )
+    c.replay = ml_collections.ConfigDict(
+        dict(capacity=100_000, min_size=1_000, one_per_game=False, augment=True)
+    )
+    lc = LearnerConfig()
+    c.learner = ml_collections.ConfigDict(
+        {f.name: getattr(lc, f.name) for f in dataclasses.fields(LearnerConfig)}
+    )
+    c.train = ml_collections.ConfigDict(
+        dict(
+            total_steps=1_000,
+            updates_per_iteration=10,
+            max_minutes=0.0,  # 0: no time limit
+            checkpoint_every=100,
+            keep_checkpoints=3,
+            plot_every=5,
+            sgf_games=2,
+            sgf_keep_iterations=5,
+            progress=True,
+        )
+    )
+    c.eval = ml_collections.ConfigDict(
+        dict(num_games=32, num_simulations=16, temperature_moves=0, every_iterations=0)
+    )
+    return c
+
+
+def _convert(text: str, current: Any, key: str) -> Any:
+    """``text`` as the type of the current value of ``key``."""
+    try:
+        if isinstance(current, bool):
+            lowered = text.strip().lower()
+            if lowered in ("true", "1", "yes"):
+                return True
+            if lowered in ("false", "0", "no"):
+                return False
+            raise ValueError(text)
+        if isinstance(current, int):
+            return int(text)
+        if isinstance(current, float):
+            return float(text)
+        if isinstance(current, str):
+            return text
+        if isinstance(current, tuple | list):
+            value = ast.literal_eval(text)
+            value = value if isinstance(value, tuple | list) else (value,)
+            return type(current)(value)
+        if current is None:
+            try:
+                return ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return text
+    except (ValueError, SyntaxError) as error:
+        kind = type(current).__name__
+        raise ValueError(f"--config.{key}={text}: not a valid {kind}") from error
+    raise ValueError(f"--config.{key}: cannot override a {type(current).__name__}")
+
+
+def apply_overrides(config: ml_collections.ConfigDict, args: Sequence[str]) -> None:
+    """Apply ``--config.a.b=value`` (or ``--config.a.b value``) overrides in place.
+
+    The value is converted to the type of the current value (bool accepts
+    true/false/1/0; tuples and lists are Python literals such as ``(1,2)``;
+    a None field takes any literal). An unknown key or a bad value raises
+    ``ValueError`` naming it.
+    """
+    args = list(args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--config."):
+            raise ValueError(f"unexpected argument {arg!r} (overrides are --config.KEY=VALUE)")
+        if "=" in arg:
+            key, text = arg[len("--config.") :].split("=", 1)
+        elif i + 1 < len(args):
+            key, text = arg[len("--config.") :], args[i + 1]
+            i += 1
+        else:
+            raise ValueError(f"{arg}: missing value")
+        node, parts = config, key.split(".")
+        for depth, part in enumerate(parts):
+            if not isinstance(node, ml_collections.ConfigDict) or part not in node:
+                known = sorted(node.keys()) if isinstance(node, ml_collections.ConfigDict) else []
+                where = ".".join(parts[:depth]) or "the config"
+                raise ValueError(f"unknown config key {key!r} ({where} has {known})")
+            if depth < len(parts) - 1:
+                node = node[part]
+        current = node[parts[-1]]
+        if isinstance(current, ml_collections.ConfigDict):
+            raise ValueError(f"--config.{key}: a group; set one of its keys")
+        value = _convert(text, current, key)
+        try:
+            node[parts[-1]] = value
+        except TypeError as error:
+            raise ValueError(f"--config.{key}={text}: {error}") from error
+        i += 1
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict | ml_collections.ConfigDict):
+        out = {}
+        for k in tree.keys():
+            out.update(_flatten(tree[k], f"{prefix}{k}."))
+        return out
+    if isinstance(tree, tuple | list):
+        tree = [_jsonable(x) for x in tree]
+    return {prefix[:-1]: tree}
+
+
+def _jsonable(x: Any) -> Any:
+    return list(x) if isinstance(x, tuple) else x
+
+
+def config_to_json(config: ml_collections.ConfigDict) -> dict[str, Any]:
+    """The config as a JSON-able dict (tuples become lists)."""
+    return json.loads(json.dumps(config.to_dict(), default=_jsonable))
+
+
+def incompatible_keys(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Dotted keys whose values differ and may not change on resume (see RESUMABLE_PREFIXES)."""
+    a, b = _flatten(saved), _flatten(current)
+    differ = [k for k in sorted(set(a) | set(b)) if a.get(k, "<missing>") != b.get(k, "<missing>")]
+    return [k for k in differ if not k.startswith(RESUMABLE_PREFIXES)]
+
+
+def _saved_config(directory: str, step: int) -> dict[str, Any] | None:
+    """The config in checkpoint ``step``'s metadata, or None if it cannot be read."""
+    try:
+        return json.loads((Path(directory) / str(step) / "meta" / "metadata").read_text())["config"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _check_resumable(saved: dict[str, Any] | None, current: dict[str, Any], workdir, step) -> None:
+    """Raise ``ValueError`` naming the keys if ``current`` may not resume ``saved``."""
+    if saved is None:
+        return
+    bad = incompatible_keys(saved, current)
+    if bad:
+        old, new = _flatten(saved), _flatten(current)
+        detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in bad)
+        raise ValueError(
+            f"{Path(workdir) / 'checkpoints'}: cannot resume step {step} with a different "
+            f"config ({detail}); use a new workdir"
+        )
+
+
+# ----------------------------------------------------------------------------
+# Building the pieces from a config.
+
+
+def _katago_encode(states) -> dict[str, jax.Array]:
+    """KataGo features for the replay: ``spatial [B, N, N, 22]``, ``global [B, 19]`` float32."""
+    spatial, global_features = model_lib.encode(model_lib.ModelSpec("tiny"), states)
+    return {"global": global_features, "spatial": spatial}
+
+
+@functools.cache
+def _evaluator_fn(spec: model_lib.ModelSpec):
+    """``variables -> Evaluator``; cached so that every call passes the same static object."""
+    return functools.partial(model_lib.evaluator, spec, model_lib.build(spec))
+
+
+@functools.cache
+def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
+    """One compiled train step per (spec, learner config, mesh), shared by runs in a process."""
+    return make_train_step(spec, model_lib.build(spec), config, mesh)
+
+
+def _search_config(c: ml_collections.ConfigDict, *, play_strong: bool = False) -> SearchConfig:
+    return SearchConfig(
+        kind=c.search_kind,
+        num_simulations=c.num_simulations,
+        dirichlet_fraction=0.0 if play_strong else c.dirichlet_fraction,
+        temperature_moves=0 if play_strong else c.temperature_moves,
+        pb_c_init=c.pb_c_init,
+    )
+
+
+def selfplay_config(config: ml_collections.ConfigDict) -> SelfPlayConfig:
+    """The ``SelfPlayConfig`` of a run config (``board`` and ``selfplay`` groups)."""
+    b, s = config.board, config.selfplay
+    return SelfPlayConfig(
+        size=b.size,
+        komi=b.komi,
+        rules=b.rules,
+        num_games=s.num_games,
+        max_moves=b.max_moves or None,
+        num_steps=s.num_steps or None,
+        search=_search_config(s),
+        resign_threshold=s.resign_threshold or None,
+        no_resign_fraction=s.no_resign_fraction,
+        fast_simulations=s.fast_simulations or None,
+        full_search_prob=s.full_search_prob,
+    )
+
+
+def learner_config(config: ml_collections.ConfigDict) -> LearnerConfig:
+    """The ``LearnerConfig`` of a run config (its ``learner`` group, field by field)."""
+    fields = {f.name for f in dataclasses.fields(LearnerConfig)}
+    given = config.learner.to_dict()
+    unknown = sorted(set(given) - fields)
+    if unknown:
+        raise ValueError(f"unknown learner keys {unknown}")
+    return LearnerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})
+
+
+def _to_learner_batch(sample: dict[str, np.ndarray], spec: model_lib.ModelSpec) -> dict:
+    """A replay sample as the learner's batch (inputs as the encoder's tuple)."""
+    inputs = sample["inputs"]
+    if spec.is_katago:
+        inputs = (inputs["spatial"], inputs["global"])
+    else:
+        inputs = (inputs,)
+    return {
+        "inputs": inputs,
+        "policy": sample["policy"],
+        "policy_mask": sample["policy_mask"],
+        "value": sample["value"],
+        "value_mask": sample["value_mask"],
+        "score": sample["score"],
+        "ownership": sample["ownership"],
+        "ownership_mask": sample["score_mask"],
+    }
+
+
+def _host_variables(state) -> dict[str, Any]:
+    """Params and BN statistics as host arrays, for self-play and evaluation on one device."""
+    variables = {"params": state.params, "batch_stats": state.batch_stats}
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return multihost_utils.process_allgather(variables)
+    return jax.device_get(variables)
+
+
+def _first_games(traj, k: int):
+    """The first ``k`` games of a batch of trajectories."""
+    fields = {}
+    for f in dataclasses.fields(traj):
+        x = getattr(traj, f.name)
+        if f.name in _PER_GAME:
+            fields[f.name] = jax.tree.map(lambda a: a[:k], x)
+        else:
+            fields[f.name] = jax.tree.map(lambda a: a[:, :k], x)
+    return traj.replace(**fields)
+
+
+# ----------------------------------------------------------------------------
+# Metrics sinks.
+
+
+class _Metrics:
+    """metrics.jsonl (appended, flushed), TensorBoard events and the PNG plot."""
+
+    def __init__(self, workdir: Path, enabled: bool):
+        self.workdir = workdir
+        self.enabled = enabled
+        self.records: list[dict[str, Any]] = []
+        self.path = workdir / "metrics.jsonl"
+        self.tb = None
+        if not enabled:
+            return
+        if self.path.exists():  # a resumed run plots its whole history
+            with open(self.path) as f:
+                self.records = [json.loads(line) for line in f if line.strip()]
+        try:
+            from tensorboardX import SummaryWriter
+
+            self.tb = SummaryWriter(str(workdir / "tb"))
+        except ImportError:  # metrics.jsonl still has everything
+            self.tb = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        self.records.append(record)
+        with open(self.path, "a") as f:
+            # Strict JSON: NaN (e.g. no resignations yet) is written as null.
+            clean = {
+                k: None if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in record.items()
+            }
+            f.write(json.dumps(clean) + "\n")
+            f.flush()
+        if self.tb is not None:
+            step = int(record["step"])
+            for k, v in record.items():
+                if isinstance(v, int | float) and math.isfinite(v) and k != "step":
+                    self.tb.add_scalar(k.replace(".", "/"), v, step)
+            self.tb.flush()
+
+    def plot(self) -> None:
+        if not self.enabled or not self.records:
+            return
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        panels = [
+            ("loss", ["learner.total_loss", "learner.policy_loss", "learner.value_loss"]),
+            ("policy entropy", ["learner.policy_entropy"]),
+            ("value accuracy", ["learner.value_accuracy"]),
+            ("self-play moves/s", ["selfplay.moves_per_second"]),
+        ]
+        fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+        for ax, (title, keys) in zip(axes.flat, panels, strict=True):
+            for key in keys:
+                pts = [(r["step"], r[key]) for r in self.records if r.get(key) is not None]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), label=key.split(".")[-1])
+            ax.set_title(title)
+            ax.set_xlabel("learner step")
+            ax.grid(alpha=0.3)
+            if len(keys) > 1:
+                ax.legend()
+        fig.tight_layout()
+        tmp = self.workdir / "learning_curve.tmp.png"
+        fig.savefig(tmp, dpi=80)
+        plt.close(fig)
+        os.replace(tmp, self.workdir / "learning_curve.png")
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+# ----------------------------------------------------------------------------
+# Evaluation.
+
+
+def evaluate(
+    config: ml_collections.ConfigDict, state, key: jax.Array, workdir: Path | None = None
+) -> list[dict[str, Any]]:
+    """The net with a small search against random play and UCT at equal simulations.
+
+    Writes ``workdir/eval.json`` when ``workdir`` is given and prints a table.
+    Returns one row per opponent: ``opponent, games, wins, losses, draws,
+    win_rate, ci95``.
+    """
+    e, b = config.eval, config.board
+    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    search_config = SearchConfig(
+        kind=config.selfplay.search_kind,
+        num_simulations=e.num_simulations,
+        dirichlet_fraction=0.0,
+        temperature_moves=e.temperature_moves,
+        pb_c_init=config.selfplay.pb_c_init,
+    )
+    net = search_agent(spec, model_lib.build(spec), _host_variables(state), search_config)
+    opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct_agent(e.num_simulations)}
+    rows = []
+    for i, (name, opponent) in enumerate(opponents.items()):
+        result = play_arena(
+            net,
+            opponent,
+            jax.random.fold_in(key, i),
+            size=b.size,
+            num_games=e.num_games,
+            komi=b.komi,
+            rules=b.rules,
+            max_moves=b.max_moves or None,
+        )
+        rows.append({"opponent": name, **result.summary()})
+    lines = [f"{'opponent':<10} {'games':>5} {'wins':>5} {'win rate':>8}  95% CI"]
+    for r in rows:
+        lo, hi = r["ci95"]
+        lines.append(
+            f"{r['opponent']:<10} {r['games']:>5} {r['wins']:>5} {r['win_rate']:>8.3f}"
+            f"  [{lo:.3f}, {hi:.3f}]"
+        )
+    print("\n".join(lines))
+    if workdir is not None:
+        step = int(jax.device_get(state.step))
+        tmp = workdir / "eval.tmp.json"
+        tmp.write_text(json.dumps({"step": step, "results": rows}, indent=2) + "\n")
+        os.replace(tmp, workdir / "eval.json")
+    return rows
+
+
+# ----------------------------------------------------------------------------
+# The loop.
+
+
+def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict[str, Any]:
+    """Train from ``config`` in ``workdir`` (resuming from its newest checkpoint).
+
+    Returns a summary: ``step``, ``iteration``, ``games``, ``replay_size``,
+    ``resumed_from`` (step or None), ``stopped`` (``"total_steps"`` or
+    ``"max_minutes"``), ``losses`` (total loss of every learner step this
+    call ran, in order), ``eval`` (the final evaluation rows, or None).
+    Raises ``ValueError`` if the checkpoint's config differs in keys other
+    than ``train.*`` and ``eval.*``.
+    """
+    workdir = Path(workdir)
+    chief = jax.process_index() == 0
+    workdir.mkdir(parents=True, exist_ok=True)
+    t = config.train
+    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    sp_config = selfplay_config(config)
+    lconfig = learner_config(config)
+    mesh = make_mesh(lconfig)
+    step_fn = _train_step(spec, lconfig, mesh)
+    encode_fn = _katago_encode if spec.is_katago else agz_encode
+    evaluator_fn = _evaluator_fn(spec)
+    config_json = config_to_json(config)
+
+    root = jax.random.PRNGKey(config.seed)
+    key_init, key_selfplay, key_sample, key_eval = jax.random.split(root, 4)
+    # Each host plays its own games and samples its own slice of the batch.
+    key_selfplay = jax.random.fold_in(key_selfplay, jax.process_index())
+    key_sample = jax.random.fold_in(key_sample, jax.process_index())
+    local_batch = lconfig.batch_size // jax.process_count()
+
+    ckpt = Checkpointer(
+        workdir / "checkpoints", save_every=t.checkpoint_every, keep=t.keep_checkpoints
+    )
+    replay = ReplayBuffer(config.replay.capacity)
+    # Check the config before restoring: a different net would fail to restore
+    # and read as a damaged checkpoint, and the run would silently start afresh.
+    latest = ckpt.latest_step()
+    if latest is not None:
+        _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
+    restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, sp_config.size, mesh))
+    counters = {"iteration": 0, "pending_updates": 0, "games": 0, "positions": 0}
+    if restored is None:
+        if latest is not None:
+            raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
+        state = create_train_state(spec, lconfig, key_init, sp_config.size, mesh)
+        resumed_from = None
+    else:
+        _check_resumable(restored.config, config_json, workdir, restored.step)
+        state = restored.state
+        extra = restored.extra or {}
+        replay.load_state_dict({k: v for k, v in extra.get("replay", {}).items()})
+        for k in counters:
+            if k in extra.get("counters", {}):
+                counters[k] = type(counters[k])(extra["counters"][k])
+        resumed_from = restored.step
+    if chief:
+        (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+
+    def save(force: bool) -> None:
+        step = int(jax.device_get(state.step))
+        if not (force or ckpt.should_save(step)):
+            return
+        extra = {
+            "replay": replay.state_dict(),
+            "counters": {k: np.asarray(v) for k, v in counters.items()},
+        }
+        ckpt.save(step, state, extra=extra, config=config_json, force=force)
+
+    guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
+    metrics_out = _Metrics(workdir, enabled=chief)
+    start = time.perf_counter()
+    deadline = start + 60.0 * t.max_minutes if t.max_minutes else math.inf
+    step = int(jax.device_get(state.step))
+    losses: list[float] = []
+    bar = None
+    if chief and t.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=t.total_steps, initial=step, unit="step", dynamic_ncols=True)
+    try:
+        while step < t.total_steps:
+            if time.perf_counter() > deadline:
+                break
+            record: dict[str, Any] = {}
+            iteration = counters["iteration"]
+            if counters["pending_updates"] == 0:
+                # Self-play a batch with the current params.
+                variables = _host_variables(state)
+                traj, stats = play_games(
+                    evaluator_fn,
+                    encode_fn,
+                    variables,
+                    jax.random.fold_in(key_selfplay, iteration),
+                    sp_config,
+                )
+                added = replay.add(traj)
+                counters["games"] += int(stats["games_finished"])
+                counters["positions"] += added
+                record.update({f"selfplay.{k}": v for k, v in stats.items()})
+                record["selfplay.games_per_second"] = stats["games"] / max(stats["seconds"], 1e-9)
+                if chief and t.sgf_games > 0:
+                    _write_sgf(traj, sp_config, workdir / "sgf", iteration, t)
+                counters["iteration"] = iteration + 1
+                if len(replay) >= config.replay.min_size:
+                    counters["pending_updates"] = t.updates_per_iteration
+            # Learner steps (possibly the rest of an iteration a stop interrupted).
+            step_metrics = []
+            learn_start = time.perf_counter()
+            while counters["pending_updates"] > 0 and step < t.total_steps:
+                sample = replay.sample(
+                    jax.random.fold_in(key_sample, step),
+                    local_batch,
+                    one_per_game=config.replay.one_per_game,
+                    augment=config.replay.augment,
+                )
+                batch = shard_batch(_to_learner_batch(sample, spec), mesh)
+                state, metrics = step_fn(state, batch)
+                step += 1
+                counters["pending_updates"] -= 1
+                step_metrics.append(metrics)
+                if bar is not None:
+                    bar.update(1)
+                save(False)
+                guard.check()
+                if time.perf_counter() > deadline:
+                    break
+            if step_metrics:
+                host = jax.device_get(step_metrics)
+                check_finite({k: np.stack([m[k] for m in host]) for k in host[0]}, step=step)
+                seconds = time.perf_counter() - learn_start
+                losses.extend(float(m["total_loss"]) for m in host)
+                for k in host[0]:
+                    record[f"learner.{k}"] = float(np.mean([m[k] for m in host]))
+                record["learner.samples_per_second"] = len(host) * lconfig.batch_size / seconds
+                if bar is not None:
+                    bar.set_postfix(loss=f"{record['learner.total_loss']:.3f}", refresh=False)
+            record.update(
+                step=step,
+                iteration=counters["iteration"],
+                games=counters["games"],
+                positions=counters["positions"],
+                replay_size=len(replay),
+                replay_bytes=replay.nbytes,
+                wall_seconds=time.perf_counter() - start,
+            )
+            metrics_out.write(record)
+            if t.plot_every and counters["iteration"] % t.plot_every == 0:
+                metrics_out.plot()
+            every = config.eval.every_iterations
+            if chief and every and config.eval.num_games and counters["iteration"] % every == 0:
+                evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
+            guard.check()
+        stopped = "total_steps" if step >= t.total_steps else "max_minutes"
+        save(True)
+        ckpt.wait()
+    finally:
+        guard.uninstall()
+        if bar is not None:
+            bar.close()
+    metrics_out.plot()
+    metrics_out.close()
+    rows = None
+    if chief and config.eval.num_games > 0:
+        rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
+    ckpt.close()
+    return {
+        "step": step,
+        "iteration": counters["iteration"],
+        "games": counters["games"],
+        "replay_size": len(replay),
+        "resumed_from": resumed_from,
+        "stopped": stopped,
+        "losses": losses,
+        "eval": rows,
+    }
+
+
+def _write_sgf(traj, sp_config: SelfPlayConfig, folder: Path, iteration: int, t) -> None:
+    """A few games of this iteration under ``sgf/iter_<i>/``; only the newest folders kept."""
+    k = min(t.sgf_games, sp_config.num_games)
+    trajectories_to_sgf(_first_games(traj, k), sp_config, folder / f"iter_{iteration:06d}")
+    kept = sorted(p for p in folder.iterdir() if p.name.startswith("iter_"))
+    for old in kept[: max(0, len(kept) - t.sgf_keep_iterations)]:
+        shutil.rmtree(old, ignore_errors=True)
