@@ -197,8 +197,8 @@ def section_training(smoke: bool) -> dict:
             "--config.board.size=5", "--config.model.preset=tiny",
             "--config.selfplay.num_games=4", "--config.selfplay.num_simulations=2",
             "--config.selfplay.fast_simulations=0", "--config.selfplay.num_steps=8",
-            "--config.learner.batch_size=8", "--config.replay.min_size=8",
-            "--config.train.total_steps=2", "--config.train.updates_per_iteration=2",
+            "--config.learner.batch_size=8", "--config.replay.min_size=1",
+            "--config.train.total_steps=4", "--config.train.updates_per_iteration=2",
         ]  # fmt: skip
     else:
         overrides = [
@@ -207,8 +207,8 @@ def section_training(smoke: bool) -> dict:
             "--config.train.total_steps=32", "--config.train.updates_per_iteration=16",
         ]  # fmt: skip
     overrides += [
-        "--config.train.progress=false", "--config.eval.num_games=2",
-        "--config.eval.num_simulations=2", "--config.train.sgf_games=0",
+        "--config.train.progress=false", "--config.eval.num_games=0",
+        "--config.train.sgf_games=0", "--config.train.plot_every=0",
     ]  # fmt: skip
     apply_overrides(config, overrides)
     with tempfile.TemporaryDirectory() as workdir:
