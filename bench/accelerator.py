@@ -43,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import board as board_bench  # noqa: E402  (bench/board.py)
+from _timing import best_time  # noqa: E402
 
 import gojax  # noqa: E402
 from gojax import nn as gnn  # noqa: E402
@@ -51,16 +52,6 @@ from gojax import nn as gnn  # noqa: E402
 def _reference() -> Path | None:
     root = Path(os.environ.get("GOJAX_REFERENCE", HERE.parent.parent / "shared" / "reference"))
     return root if (root / "katago").is_dir() else None
-
-
-def best_time(fn, *args, repeats: int = 3) -> float:
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 # ----------------------------------------------------------------------------
@@ -148,7 +139,7 @@ def section_network(smoke: bool) -> dict:
         cost = apply.lower(variables, spatial, global_).compile().cost_analysis()
         cost = cost[0] if isinstance(cost, list | tuple) else cost
         flops = float(cost.get("flops", float("nan"))) if cost else float("nan")
-        seconds = best_time(apply, variables, spatial, global_)
+        seconds = best_time(apply, variables, spatial, global_, repeats=3)
         row = {
             "net": preset,
             "dtype": jnp.dtype(dtype).name,
@@ -178,7 +169,7 @@ def section_search(smoke: bool) -> dict:
     def run(variables, states, key):
         return search(agz_evaluator(net, variables), states, key, config).action
 
-    seconds = best_time(run, variables, states, jax.random.key(1))
+    seconds = best_time(run, variables, states, jax.random.key(1), repeats=3)
     rate = batch * sims / seconds
     print(
         f"  Gumbel {sims} simulations, {preset}, {size}x{size}, B={batch}: "

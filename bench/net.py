@@ -25,11 +25,11 @@ import argparse
 import functools
 import json
 import platform
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
@@ -38,17 +38,6 @@ from gojax.evaluate import batch_inputs, evaluate
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the
 # project's 2-core machines (a figure given with the task; KataGo is not installed here).
 KATAGO_CPU_B1_19X19 = 208
-
-
-def best_time(fn, *args, repeats: int) -> float:
-    """Best wall time of ``fn(*args)`` over ``repeats`` runs, after one compile run."""
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def matmul_peak(n: int, repeats: int) -> float:

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
+from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
@@ -42,17 +43,6 @@ SIZES = (  # name, residual blocks, channels, batch
     ("b6c64", 6, 64, 64),
     ("b1c16", 1, 16, 256),
 )
-
-
-def best_time(fn, *args, repeats: int) -> float:
-    """Best wall time of ``fn(*args)`` over ``repeats`` runs, after one compile run."""
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def random_games(size: int, batch: int, moves: int, seed: int = 0):
