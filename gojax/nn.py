@@ -174,6 +174,18 @@ def _bn_relu(
     return nn.relu(bn(x, mask=stats_mask)) * mask.astype(dtype)
 
 
+def _bn_relu_in(module: nn.Module, mask: jax.Array, train: bool) -> Callable[..., jax.Array]:
+    """``_bn_relu`` bound to a block's config, momentum and dtype: call it as ``bnr(name, x)``."""
+    return functools.partial(
+        _bn_relu,
+        mask=mask,
+        train=train,
+        epsilon=module.config.bn_epsilon,
+        momentum=module.bn_momentum,
+        dtype=module.dtype,
+    )
+
+
 def _conv(features: int, kernel: int, name: str, dtype: Any) -> nn.Conv:
     """Bias-free 'same' cross-correlation, as KataGo's convs (HWIO kernel)."""
     return nn.Conv(
@@ -196,14 +208,7 @@ class _OrdinaryBlock(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array, train: bool) -> jax.Array:
         cfg = self.config
-        bnr = functools.partial(
-            _bn_relu,
-            mask=mask,
-            train=train,
-            epsilon=cfg.bn_epsilon,
-            momentum=self.bn_momentum,
-            dtype=self.dtype,
-        )
+        bnr = _bn_relu_in(self, mask, train)
         k = cfg.block_kernel
         h = bnr("norm1", x)
         h = _conv(cfg.mid_channels, k, "w1", self.dtype)(h)
@@ -222,14 +227,7 @@ class _GPoolBlock(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, mask: jax.Array, train: bool) -> jax.Array:
         cfg = self.config
-        bnr = functools.partial(
-            _bn_relu,
-            mask=mask,
-            train=train,
-            epsilon=cfg.bn_epsilon,
-            momentum=self.bn_momentum,
-            dtype=self.dtype,
-        )
+        bnr = _bn_relu_in(self, mask, train)
         k = cfg.block_kernel
         a = bnr("norm1", x)
         r = _conv(cfg.regular_channels, k, "w1a", self.dtype)(a)
@@ -252,14 +250,7 @@ class _PolicyHead(nn.Module):
     @nn.compact
     def __call__(self, t: jax.Array, mask: jax.Array, train: bool) -> tuple[jax.Array, jax.Array]:
         cfg = self.config
-        bnr = functools.partial(
-            _bn_relu,
-            mask=mask,
-            train=train,
-            epsilon=cfg.bn_epsilon,
-            momentum=self.bn_momentum,
-            dtype=self.dtype,
-        )
+        bnr = _bn_relu_in(self, mask, train)
         p = _conv(cfg.policy_channels, 1, "p1", self.dtype)(t)
         g = bnr("g1_norm", _conv(cfg.policy_gpool_channels, 1, "g1", self.dtype)(t))
         pooled = global_pool(g, mask)
@@ -283,9 +274,7 @@ class _ValueHead(nn.Module):
     def __call__(self, t: jax.Array, mask: jax.Array, train: bool) -> dict[str, jax.Array]:
         cfg = self.config
         v = _conv(cfg.value_channels, 1, "v1", self.dtype)(t)
-        v = _bn_relu(
-            "v1_norm", v, mask, train, cfg.bn_epsilon, self.bn_momentum, self.dtype
-        )  # [B, H, W, value_channels]
+        v = _bn_relu_in(self, mask, train)("v1_norm", v)  # [B, H, W, value_channels]
         pooled = value_pool(v, mask)
         h = nn.relu(nn.Dense(cfg.value_hidden, dtype=self.dtype, name="v2")(pooled))
         value_logits = nn.Dense(3, dtype=self.dtype, name="v3")(h)
@@ -333,7 +322,7 @@ class KataGoNet(nn.Module):
         for i, kind in enumerate(cfg.blocks):
             block = _OrdinaryBlock if kind == ORDINARY else _GPoolBlock
             x = block(**kw, name=f"rconv{i + 1}")(x, mask, train)
-        trunk = _bn_relu("trunk_norm", x, mask, train, cfg.bn_epsilon, self.bn_momentum, self.dtype)
+        trunk = _bn_relu_in(self, mask, train)("trunk_norm", x)
         board, pass_logit = _PolicyHead(**kw, name="policy")(trunk, mask, train)
         value = _ValueHead(**kw, name="value")(trunk, mask, train)
         out = {"policy_logits": jnp.concatenate([board, pass_logit], axis=-1), **value}
