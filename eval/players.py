@@ -167,7 +167,22 @@ def _policy_analysis(
     )
 
 
-class PolicyPlayer:
+class _OneShotPlayer:
+    """A player whose whole analysis is one call of ``self._analysis(state, key)``."""
+
+    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
+        analysis = self._analysis(state, key)
+        if progress is not None:
+            progress(analysis)
+        return analysis
+
+    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+        analysis = self._analysis(state, key)
+        while True:  # one evaluation says all this player will ever say
+            yield analysis
+
+
+class PolicyPlayer(_OneShotPlayer):
     """The raw policy of a KataGo network: one evaluation, the most probable legal move.
 
     The analysis lists legal moves by prior; the chosen one has 1 visit, the
@@ -204,17 +219,6 @@ class PolicyPlayer:
             ownership.astype(np.float32),
         )
 
-    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
-        analysis = self._analysis(state, key)
-        if progress is not None:
-            progress(analysis)
-        return analysis
-
-    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
-        analysis = self._analysis(state, key)
-        while True:  # one evaluation says all this player will ever say
-            yield analysis
-
     def evaluate(self, state: GoState) -> Analysis:
         return self._analysis(state)
 
@@ -225,7 +229,7 @@ class PolicyPlayer:
         pass
 
 
-class UniformPlayer:
+class UniformPlayer(_OneShotPlayer):
     """Uniform priors over legal moves, a random legal move; no network.
 
     Pass is played only when nothing else is legal. Win rate 0.5, score 0,
@@ -257,17 +261,6 @@ class UniformPlayer:
             max_moves=self.max_moves,
             min_prior=0.0,
         )
-
-    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
-        analysis = self._analysis(state, key)
-        if progress is not None:
-            progress(analysis)
-        return analysis
-
-    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
-        analysis = self._analysis(state, key)
-        while True:
-            yield analysis
 
     def evaluate(self, state: GoState) -> Analysis:
         return self._analysis(state, jax.random.key(0))
