@@ -9,7 +9,6 @@ move or refuse a legal one.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import shlex
@@ -476,18 +475,6 @@ def test_gnugo_vs_gnugo_full_game(tmp_path):
         assert record.result == ("B+" if margin > 0 else "W+") + f"{abs(margin):g}"
 
 
-def _our_engine_command() -> list[str]:
-    if importlib.util.find_spec("eval.gtp") is None:
-        pytest.skip("eval/gtp.py (the gojax GTP engine) is not there yet")
-    probe = subprocess.run(
-        [sys.executable, "-m", "gojax.cli", "gtp", "--help"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    if probe.returncode != 0:
-        pytest.skip(f"`gojax gtp --help` fails: {probe.stderr.strip()[-200:]}")
-    return probe.stdout
-
-
 @pytest.mark.slow
 def test_our_engine_vs_gnugo(tmp_path, monkeypatch):
     gnugo = _gnugo()
@@ -496,11 +483,8 @@ def test_our_engine_vs_gnugo(tmp_path, monkeypatch):
     from reference import reference_path
 
     monkeypatch.setenv("GOJAX_CACHE", "")  # as the other CLI tests: no persistent XLA cache
-    usage = _our_engine_command()
     model = reference_path("katago", "g170-b6c96-s175395328-d26788732.bin.gz")
-    ours = [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model)]
-    if "--visits" in usage:
-        ours += ["--visits", "1"]
+    ours = [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model), "--visits", "1"]
     config = MatchConfig(
         engine_a=shlex.join(ours), engine_b=f"{shlex.quote(gnugo)} --mode gtp --level 0",
         games=1, size=9, komi=7, rules="chinese", out=tmp_path, name_a="gojax",
