@@ -37,6 +37,7 @@ def get_config():
     c.selfplay.dirichlet_fraction = 0.25  # alpha defaults to 0.03 at 19x19
     c.selfplay.resign_threshold = 0.9
     c.selfplay.no_resign_fraction = 0.1
+    c.selfplay.moves = "legal"  # AlphaGo Zero searched every legal move, pass included
 
     c.replay.capacity = 5_000_000
     c.replay.min_size = 500_000

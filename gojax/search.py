@@ -69,6 +69,7 @@ from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax._board import GoState, legal_moves, play, winner
 from gojax._features import agz_planes
+from gojax._moves import sensible_moves
 from gojax._tree_reuse import (
     ILLEGAL_LOGIT,
     ILLEGAL_THRESHOLD,
@@ -98,6 +99,8 @@ __all__ = [
 Tree = mctx.Tree
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
 KINDS = ("puct", "gumbel", "uct")
+# SearchConfig.moves: the move set a search considers at each node.
+MOVE_SETS = {"legal": legal_moves, "sensible": sensible_moves}
 
 # Legal logits are kept within this distance of the best one, so that a
 # legal move whose probability underflowed (log 0 = -inf) stays distinguishable
@@ -134,6 +137,11 @@ class SearchConfig:
       uct_c: UCB1 exploration constant for ``kind="uct"``, on Q in [-1, 1]
         (``Q + c * sqrt(ln n / n_a)``; UCB1's bound for this range is
         ``2 * sqrt(2)``, Go programs used far less).
+      moves: the moves the search considers at every node: ``"legal"`` (all
+        the rules allow) or ``"sensible"`` (``gojax._moves.sensible_moves``:
+        no filling of one's own single-point eyes, pass only after the
+        opponent's pass or when nothing else is left) -- what keeps small
+        self-play runs from settling into early passes.
     """
 
     kind: str = "puct"
@@ -147,10 +155,13 @@ class SearchConfig:
     temperature_moves: int = 30
     max_depth: int | None = None
     uct_c: float = 1.0
+    moves: str = "legal"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if self.moves not in MOVE_SETS:
+            raise ValueError(f"moves must be one of {tuple(MOVE_SETS)}, not {self.moves!r}")
         if self.num_simulations < 1:
             raise ValueError(f"num_simulations must be >= 1, not {self.num_simulations}")
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
@@ -161,6 +172,11 @@ class SearchConfig:
             raise ValueError("max_num_considered_actions must be >= 1")
         if self.max_depth is not None and self.max_depth < 1:
             raise ValueError(f"max_depth must be >= 1, not {self.max_depth}")
+
+    @property
+    def allowed(self) -> Callable[[GoState], jax.Array]:
+        """``state -> [A]`` bool: the moves this search considers."""
+        return MOVE_SETS[self.moves]
 
     def alpha(self, size: int) -> float:
         """The Dirichlet concentration used on a ``size`` board."""
@@ -299,12 +315,14 @@ def _step(
     parents: GoState,
     actions: jax.Array,
     action_legal: jax.Array,
+    allowed: Callable[[GoState], jax.Array] = legal_moves,
 ) -> tuple[mctx.RecurrentFnOutput, GoState]:
     """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value.
 
     ``action_legal [B]`` says whether each action is legal in its parent; an
     illegal one (possible only if priors give it weight) loses for the player
-    who chose it and leaves a finished copy of the parent.
+    who chose it and leaves a finished copy of the parent. ``allowed`` gives
+    the children's move set (``SearchConfig.allowed``).
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -322,7 +340,7 @@ def _step(
     reward = jnp.where(illegal, -1.0, jnp.where(ended, result * mover, 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
     logits, value = evaluator(children, key)
-    legal = jax.vmap(legal_moves)(children)  # none in a finished game
+    legal = jax.vmap(allowed)(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
         discount=discount.astype(jnp.float32),
@@ -420,12 +438,12 @@ def _simulate(keys, tree: Tree, select, max_depth: int):
     return jax.vmap(one)(keys, tree)
 
 
-def _expand(tree: Tree, key, evaluator, parent, action, child, active) -> Tree:
+def _expand(tree: Tree, key, evaluator, parent, action, child, active, allowed) -> Tree:
     """Evaluate the edges ``(parent, action)`` into nodes ``child`` for the ``active`` games."""
     rows = jnp.arange(parent.shape[0])
     parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
-    out, states = _step(evaluator, key, parent_states, action, action_legal)
+    out, states = _step(evaluator, key, parent_states, action, action_legal, allowed)
 
     def at_node(x, new):
         return x.at[rows, child].set(_where(active, new, x[rows, child]))
@@ -448,7 +466,9 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active) -> Tree:
     )
 
 
-def _run_simulations(tree: Tree, key, evaluator, select, target_visits: int, max_depth: int):
+def _run_simulations(
+    tree: Tree, key, evaluator, select, target_visits: int, max_depth: int, allowed
+):
     """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
     batch = tree.node_visits.shape[0]
     rows = jnp.arange(batch)
@@ -467,7 +487,7 @@ def _run_simulations(tree: Tree, key, evaluator, select, target_visits: int, max
         # As in mctx, a node first expanded by a simulation takes the next free index.
         child = jnp.where(is_new, num_nodes, existing)
         child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
-        tree = _expand(tree, expand_key, evaluator, parent, action, child, active)
+        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, allowed)
         tree = _mctx_backward(tree, child)
         num_nodes = num_nodes + (is_new & active)
         return key, tree, num_nodes, count + active
@@ -605,7 +625,7 @@ def search(
     batch = states.to_play.shape[0]
     num_actions = states.num_actions
     size = states.size
-    legal = jax.vmap(legal_moves)(states)  # [B, A]
+    legal = jax.vmap(config.allowed)(states)  # [B, A]
     invalid = ~legal
     capacity = config.num_simulations + 1
 
@@ -671,7 +691,7 @@ def search(
 
     max_depth = config.max_depth or tree.node_visits.shape[1]
     tree, simulations = _run_simulations(
-        tree, key_search, evaluator, select, config.num_simulations + 1, max_depth
+        tree, key_search, evaluator, select, config.num_simulations + 1, max_depth, config.allowed
     )
 
     stats = root_stats(tree)

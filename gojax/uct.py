@@ -24,7 +24,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from gojax._board import EMPTY, GoState, legal_moves, neighbor_table, play, winner
+from gojax._board import GoState, legal_moves, play, winner
+from gojax._moves import own_eyes
 from gojax.search import Evaluator, SearchConfig, SearchOutput, search, uniform_evaluator
 
 __all__ = [
@@ -34,8 +35,6 @@ __all__ = [
     "rollout_moves",
     "uct_search",
 ]
-
-_OFF_BOARD = 2
 
 
 def rollout_moves(state: GoState, *, avoid_eyes: bool = True) -> jax.Array:
@@ -48,11 +47,7 @@ def rollout_moves(state: GoState, *, avoid_eyes: bool = True) -> jax.Array:
     legal = legal_moves(state)
     points = legal[:-1]
     if avoid_eyes:
-        size = state.size
-        neighbours = jnp.append(state.board, jnp.int8(_OFF_BOARD))[neighbor_table(size)]  # [P, 4]
-        own = (neighbours == state.to_play) | (neighbours == _OFF_BOARD)
-        eye = (state.board == EMPTY) & jnp.all(own, axis=-1)
-        points = points & ~eye
+        points = points & ~own_eyes(state)
     return jnp.append(points, legal[-1] & ~jnp.any(points))
 
 
@@ -127,6 +122,7 @@ def uct_search(
     evaluator: Evaluator | None = None,
     lam: float = 1.0,
     avoid_eyes: bool = True,
+    moves: str = "legal",
     tree=None,
 ) -> SearchOutput:
     """UCT (UCB1 selection) over ``[B]`` positions, leaves valued by random rollouts.
@@ -134,7 +130,9 @@ def uct_search(
     Each simulation expands one node and plays ``rollouts_per_leaf`` random
     games from it; the move is the most visited. With ``evaluator`` (a value
     net) the leaf value is AlphaGo's mix ``(1 - lam) * v + lam * z``.
-    ``c`` is UCB1's constant on Q in [-1, 1]. ``tree`` continues a reused
+    ``c`` is UCB1's constant on Q in [-1, 1]. ``moves`` is the tree's move
+    set (``SearchConfig.moves``; rollouts always avoid their own eyes when
+    ``avoid_eyes``). ``tree`` continues a reused
     tree as in ``search``. Jittable with everything but ``states``, ``key``
     and ``tree`` static.
     """
@@ -148,5 +146,6 @@ def uct_search(
         uct_c=c,
         dirichlet_fraction=0.0,
         temperature_moves=0,
+        moves=moves,
     )
     return search(leaf, states, key, config, tree)

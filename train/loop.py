@@ -132,6 +132,7 @@ def default_config() -> ml_collections.ConfigDict:
             no_resign_fraction=0.1,
             fast_simulations=0,
             full_search_prob=0.25,
+            moves="sensible",  # SearchConfig.moves: "sensible" or "legal" (AlphaGo Zero)
         )
     )
     c.replay = ml_collections.ConfigDict(
@@ -309,6 +310,7 @@ def _search_config(c: ml_collections.ConfigDict, *, play_strong: bool = False) -
         dirichlet_fraction=0.0 if play_strong else c.dirichlet_fraction,
         temperature_moves=0 if play_strong else c.temperature_moves,
         pb_c_init=c.pb_c_init,
+        moves=c.moves,
     )
 
 
@@ -388,9 +390,18 @@ def _first_games(traj, k: int):
 class _Metrics:
     """metrics.jsonl (appended, flushed), TensorBoard events and the PNG plot."""
 
-    def __init__(self, workdir: Path, enabled: bool):
+    # (title, metric keys) of the plot's four panels.
+    PANELS = (
+        ("loss", ("learner.total_loss", "learner.policy_loss", "learner.value_loss")),
+        ("policy entropy", ("learner.policy_entropy",)),
+        ("value accuracy", ("learner.value_accuracy",)),
+        ("self-play moves/s", ("selfplay.moves_per_second",)),
+    )
+
+    def __init__(self, workdir: Path, enabled: bool, panels=None):
         self.workdir = workdir
         self.enabled = enabled
+        self.panels = panels or self.PANELS
         self.records: list[dict[str, Any]] = []
         self.path = workdir / "metrics.jsonl"
         self.tb = None
@@ -433,12 +444,7 @@ class _Metrics:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        panels = [
-            ("loss", ["learner.total_loss", "learner.policy_loss", "learner.value_loss"]),
-            ("policy entropy", ["learner.policy_entropy"]),
-            ("value accuracy", ["learner.value_accuracy"]),
-            ("self-play moves/s", ["selfplay.moves_per_second"]),
-        ]
+        panels = self.panels
         fig, axes = plt.subplots(2, 2, figsize=(10, 7))
         for ax, (title, keys) in zip(axes.flat, panels, strict=True):
             for key in keys:
@@ -448,7 +454,7 @@ class _Metrics:
             ax.set_title(title)
             ax.set_xlabel("learner step")
             ax.grid(alpha=0.3)
-            if len(keys) > 1:
+            if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
                 ax.legend()
         fig.tight_layout()
         tmp = self.workdir / "learning_curve.tmp.png"
@@ -482,6 +488,7 @@ def evaluate(
         dirichlet_fraction=0.0,
         temperature_moves=e.temperature_moves,
         pb_c_init=config.selfplay.pb_c_init,
+        moves=config.selfplay.moves,
     )
     net = search_agent(spec, model_lib.build(spec), _host_variables(state), search_config)
     opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct_agent(e.num_simulations)}
