@@ -1,38 +1,52 @@
 """The training loop end to end on 5x5, its resume, config overrides and the arena."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 from gojax.cli import build_parser, main
+from train.checkpoint import Checkpointer
 from train.evaluation import capture_agent, play_arena, random_agent, wilson_interval
 from train.loop import apply_overrides, default_config, load_config, train
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+# 5x5, agz_tiny, 8 games of 8 simulations, batches of 32: seconds per iteration.
+TINY = [
+    "--config.board.size=5",
+    "--config.board.komi=0.5",
+    "--config.model.preset=agz_tiny",
+    "--config.selfplay.num_games=8",
+    "--config.selfplay.num_simulations=8",
+    "--config.replay.capacity=2000",
+    "--config.replay.min_size=32",
+    "--config.learner.optimizer=adamw",
+    "--config.learner.learning_rate=1e-3",
+    "--config.learner.warmup_steps=2",
+    "--config.learner.total_steps=100",
+    "--config.learner.batch_size=32",
+    "--config.train.total_steps=3",
+    "--config.train.updates_per_iteration=3",
+    "--config.train.checkpoint_every=2",
+    "--config.train.plot_every=1",
+    "--config.train.progress=false",
+    "--config.eval.num_games=4",
+    "--config.eval.num_simulations=4",
+]
+
 
 def tiny_config():
-    """5x5, agz_tiny, 8 games of 8 simulations, batches of 32: seconds per iteration."""
     c = default_config()
-    c.board.size = 5
-    c.board.komi = 0.5
-    c.model.preset = "agz_tiny"
-    c.selfplay.num_games = 8
-    c.selfplay.num_simulations = 8
-    c.replay.capacity = 2_000
-    c.replay.min_size = 32
-    c.learner.optimizer = "adamw"
-    c.learner.learning_rate = 1e-3
-    c.learner.warmup_steps = 2
-    c.learner.total_steps = 100
-    c.learner.batch_size = 32
-    c.train.total_steps = 3
-    c.train.updates_per_iteration = 3
-    c.train.checkpoint_every = 2
-    c.train.plot_every = 1
-    c.train.progress = False
-    c.eval.num_games = 4
-    c.eval.num_simulations = 4
+    apply_overrides(c, TINY)
     return c
 
 
@@ -93,6 +107,43 @@ def test_resume_equals_uninterrupted_run(tmp_path):
     config.model.preset = "tiny"
     with pytest.raises(ValueError, match=r"board\.komi: 0\.5 -> 1\.5, model\.preset"):
         train(config, tmp_path / "resumed")
+
+
+@pytest.mark.slow
+def test_kill_9_then_restart_continues_exactly(tmp_path):
+    """SIGKILL (no chance to save) mid-run; the restart resumes from the last checkpoint
+    and its losses equal those of an uninterrupted run from the same seed."""
+    config_file = tmp_path / "config.py"
+    config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
+    workdir = tmp_path / "killed"
+    command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
+    command += ["--workdir", str(workdir), *TINY, "--config.eval.num_games=0"]
+    command += ["--config.train.total_steps=1000"]  # train.* may differ on resume
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and process.poll() is None:
+            steps = [int(p.name) for p in (workdir / "checkpoints").glob("*") if p.name.isdigit()]
+            if steps and max(steps) >= 4:
+                break
+            time.sleep(0.1)
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    config = tiny_config()
+    config.eval.num_games = 0
+    # Where the restart will resume: the newest complete checkpoint (a save the
+    # kill interrupted is a temporary directory and is skipped with a warning).
+    last = max(Checkpointer(workdir / "checkpoints").all_steps())
+    config.train.total_steps = last + 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        resumed = train(config, workdir)
+    assert resumed["resumed_from"] == last and resumed["step"] == last + 5
+    straight = train(config, tmp_path / "straight")
+    np.testing.assert_allclose(resumed["losses"], straight["losses"][last:], rtol=1e-6)
 
 
 def test_overrides():

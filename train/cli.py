@@ -75,3 +75,43 @@ def register(commands) -> None:
     parser.add_argument("--config", required=True, help="a Python config file with get_config()")
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots, SGF")
     parser.set_defaults(run=cmd_train, overrides=[])
+
+
+# ----------------------------------------------------------------------------
+# gojax train-sl
+
+
+def cmd_train_sl(args) -> int:
+    from train.loop import apply_overrides, load_config
+    from train.supervised import train_sl
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    if args.sgf_dir:
+        config.data.sgf_dir = args.sgf_dir
+    summary = train_sl(config, args.workdir)
+    print(
+        f"stopped at step {summary['step']} ({summary['stopped']}); {summary['games_read']} "
+        f"games read, {summary['skipped']} files skipped; workdir {args.workdir}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register_sl(commands) -> None:
+    """Add ``gojax train-sl`` to the subcommands of the ``gojax`` parser."""
+    parser_class = commands._parser_class
+    commands._parser_class = _TrainParser
+    try:
+        parser = commands.add_parser(
+            "train-sl",
+            help="supervised learning from a folder of SGF games (resumes from the workdir)",
+            description="Trains a policy and value net on the moves and results of SGF games; "
+            "overrides: --config.KEY=VALUE, e.g. --config.train.total_steps=100.",
+        )
+    finally:
+        commands._parser_class = parser_class
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots")
+    parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")
+    parser.set_defaults(run=cmd_train_sl, overrides=[])
