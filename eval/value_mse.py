@@ -1,0 +1,837 @@
+"""How well do evaluators predict the outcome? AlphaGo's Fig. 2b on finished games.
+
+Silver et al. (2016), "Mastering the game of Go with deep neural networks and
+tree search", Fig. 2b: the mean squared error between an evaluator's
+prediction ``v`` in [-1, 1] and the game's final outcome ``z`` in {-1, +1},
+over positions of finished games, grouped by move number. Here the
+evaluators are
+
+* a value network (a KataGo net: ``white_win - white_loss`` turned to the
+  player to move, one forward pass);
+* the mean outcome of ``N`` random rollouts from the position, for several
+  ``N`` (uniform over legal moves that do not fill one of the mover's own
+  single-point eyes, played to two passes or the move cap, scored by the
+  game's rules' area count: ``gojax.uct.random_rollout``);
+* AlphaGo's mix ``(1 - lam) * v + lam * rollouts`` with the largest ``N``.
+
+Everything is seen from the player to move in the position, so the
+prediction and the outcome flip sign together.
+
+Positions: games are read from a folder of SGF files, rules and komi from
+each file. A game is used when its ``RE[]`` is a score (``B+3.5``), or when
+it ended otherwise (resignation, time) and the area count of its final
+position names the same winner; the outcome ``z`` is the recorded winner.
+Draws, games without a result, and games with setup stones after the start,
+out-of-turn or illegal moves are skipped and counted. From each game,
+``positions_per_game`` positions are drawn in every move-number bucket the
+game reaches: bucket ``k`` holds the positions after ``k * width`` to
+``(k + 1) * width - 1`` moves (AlphaGo drew one position per game, so that
+the positions are independent).
+
+The ``N`` values share their rollouts: every position gets ``max(N)``
+rollouts and the estimate for a smaller ``N`` is the mean of its first
+``N``. Each column is an unbiased estimate of its own error; the columns
+are correlated with each other.
+
+>>> result = run_value_mse(ValueMSEConfig(model="b6c96.bin.gz", sgf_dir="games"))  # doctest: +SKIP
+>>> print(format_table(result))                                                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gojax import sgf
+from gojax._board import BLACK, WHITE, GoState, new_game, play, score
+from gojax._game import rules_of_record
+from gojax._replay import replay
+from gojax.uct import random_rollout
+
+__all__ = [
+    "Game",
+    "ValueMSEConfig",
+    "ValueMSEResult",
+    "bucket_label",
+    "bucket_of",
+    "format_table",
+    "load_games",
+    "mse_by_bucket",
+    "register",
+    "rollout_outcomes",
+    "run_value_mse",
+    "sample_positions",
+    "save_json",
+    "save_plot",
+]
+
+# A recorded score, as opposed to a resignation (B+R), time (B+T) or forfeit (B+F).
+_SCORE_RESULT = re.compile(r"^\s*[BW]\+\s*\d+(\.\d*)?\s*$", re.IGNORECASE)
+_READ_SLICE = 256  # SGF files read and replayed together while loading
+
+
+# ---------------------------------------------------------------------------- games
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    """One finished game, as the comparison uses it."""
+
+    path: str
+    size: int
+    rules: str  # gojax rule preset
+    komi: float
+    setup: np.ndarray  # [P] int8 stones before the first move (handicap): +1 black, -1 white
+    first: int  # +1 if Black moves first, -1 if White does
+    actions: np.ndarray  # [L] int32 the moves, alternating from ``first``; pass = P
+    outcome: int  # +1 Black won, -1 White won (the recorded result)
+    scored: bool  # RE[] is a score, not a resignation, time or forfeit
+
+    @property
+    def length(self) -> int:
+        return int(self.actions.shape[0])
+
+
+def _read_game(path: Path) -> Game | str:
+    """The game in ``path``, or a short reason why it cannot be used."""
+    try:
+        record = sgf.load(path)
+    except (sgf.SGFError, OSError):
+        return "unreadable SGF"
+    if not 2 <= record.size <= 19:
+        return "board size outside 2..19"
+    outcome = sgf.result_winner(record.result)
+    if outcome is None:
+        return "no result"
+    if outcome == 0:
+        return "draw"
+    # Who starts, as gojax._game.state_at decides it.
+    first = BLACK
+    if record.to_play in ("B", "W"):
+        first = BLACK if record.to_play == "B" else WHITE
+    elif record.setup_black and not record.setup_white and record.handicap > 1:
+        first = WHITE
+    if any(n.add_black or n.add_white or n.add_empty for n in record.nodes):
+        return "setup stones after the start"
+    moves = record.moves
+    if not moves:
+        return "no moves"
+    colours = [BLACK if colour == "B" else WHITE for colour, _ in moves]
+    if any(c != (first if i % 2 == 0 else -first) for i, c in enumerate(colours)):
+        return "out-of-turn moves"
+    board = np.zeros(record.size * record.size, np.int8)
+    board[list(record.setup_black)] = BLACK
+    board[list(record.setup_white)] = WHITE
+    return Game(
+        path=str(path),
+        size=record.size,
+        rules=rules_of_record(record),
+        komi=float(record.komi),
+        setup=board,
+        first=first,
+        actions=np.asarray([a for _, a in moves], np.int32),
+        outcome=int(outcome),
+        scored=bool(_SCORE_RESULT.match(record.result or "")),
+    )
+
+
+def _groups(games: Sequence[Game]) -> dict[tuple[int, str], list[int]]:
+    """Indices of ``games`` by (board size, rule preset): each group shares compiled programs."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for i, g in enumerate(games):
+        groups.setdefault((g.size, g.rules), []).append(i)
+    return groups
+
+
+def _cap(games: Sequence[Game]) -> int:
+    """The move cap of a group: room for its longest game, and at least ``2 * size^2``."""
+    size = games[0].size
+    return max(2 * size * size, max(g.length for g in games) + 1)
+
+
+@functools.cache
+def _new_games(size: int, rules: str, cap: int) -> Callable[..., GoState]:
+    """A jitted ``(komi [G], setup [G, P], first [G]) -> [G]`` stacked new games."""
+
+    def one(komi: jax.Array, setup: jax.Array, first: jax.Array) -> GoState:
+        return new_game(size, komi=komi, rules=rules, max_moves=cap, board=setup, to_play=first)
+
+    return jax.jit(jax.vmap(one))
+
+
+def _start_states(games: Sequence[Game], cap: int) -> GoState:
+    """``[G]`` stacked positions before the first move (one size and preset)."""
+    make = _new_games(games[0].size, games[0].rules, cap)
+    return make(
+        jnp.asarray([g.komi for g in games], jnp.float32),
+        jnp.asarray(np.stack([g.setup for g in games])),
+        jnp.asarray([g.first for g in games], jnp.int8),
+    )
+
+
+def _padded_actions(games: Sequence[Game], cap: int) -> np.ndarray:
+    """``[G, cap]`` int32 moves; the padding is never played (lengths stop the replay)."""
+    out = np.zeros((len(games), cap), np.int32)
+    for i, g in enumerate(games):
+        out[i, : g.length] = g.actions
+    return out
+
+
+@jax.jit
+def _check_games(starts: GoState, actions: jax.Array, lengths: jax.Array):
+    """``[G]`` Black's area margin of each final position, ``[G]`` whether every move was legal."""
+    final, _, _, was_legal = jax.vmap(replay)(starts, actions, lengths)
+    return jax.vmap(score)(final), jnp.all(was_legal, axis=-1)
+
+
+def _verified(candidates: list[Game], skipped: collections.Counter) -> list[Game]:
+    """Replay ``candidates`` under their rules; keep legal games with a trustworthy result."""
+    keep = np.zeros(len(candidates), bool)
+    for indices in _groups(candidates).values():
+        group = [candidates[i] for i in indices]
+        cap = _cap(group)
+        margins, legal = _check_games(
+            _start_states(group, cap),
+            jnp.asarray(_padded_actions(group, cap)),
+            jnp.asarray([g.length for g in group], jnp.int32),
+        )
+        for i, margin, ok in zip(indices, np.asarray(margins), np.asarray(legal), strict=True):
+            game = candidates[i]
+            if not ok:
+                skipped["illegal move"] += 1
+            elif not game.scored and np.sign(margin) != game.outcome:
+                skipped["not scored, and the final position's count disagrees"] += 1
+            else:
+                keep[i] = True
+    return [g for g, k in zip(candidates, keep, strict=True) if k]
+
+
+def load_games(
+    sgf_dir: str | os.PathLike, *, max_games: int | None = None
+) -> tuple[list[Game], collections.Counter]:
+    """The usable games of ``sgf_dir`` (its ``*.sgf`` files, by name) and why others were not.
+
+    Returns ``(games, skipped)``: at most ``max_games`` games in file-name
+    order, and a ``Counter`` of the reasons files were left out. Raises
+    ValueError if the folder is missing or holds no SGF file.
+    """
+    folder = Path(sgf_dir)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder")
+    paths = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".sgf" and p.is_file())
+    if not paths:
+        raise ValueError(f"{folder}: no .sgf files")
+    skipped: collections.Counter = collections.Counter()
+    games: list[Game] = []
+    for first in range(0, len(paths), _READ_SLICE):  # slices: --max-games stops early
+        candidates = []
+        for path in paths[first : first + _READ_SLICE]:
+            read = _read_game(path)
+            if isinstance(read, str):
+                skipped[read] += 1
+            else:
+                candidates.append(read)
+        games.extend(_verified(candidates, skipped))
+        if max_games is not None and len(games) >= max_games:
+            return games[:max_games], skipped
+    return games, skipped
+
+
+# ---------------------------------------------------------------------------- positions
+
+
+def bucket_of(move_numbers: np.ndarray, width: int) -> np.ndarray:
+    """``[M]`` bucket of each position, by the moves played before it.
+
+    >>> bucket_of(np.array([0, 19, 20, 45]), 20).tolist()
+    [0, 0, 1, 2]
+    """
+    return np.asarray(move_numbers) // width
+
+
+def bucket_label(bucket: int, width: int) -> str:
+    """The moves a bucket spans, as in the table: ``bucket_label(1, 20) == "20-39"``."""
+    return f"{bucket * width}-{(bucket + 1) * width - 1}"
+
+
+def sample_positions(
+    lengths: Sequence[int], *, width: int, per_game: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw positions: ``per_game`` distinct ones per game in every bucket it reaches.
+
+    A game of ``L`` moves has positions after ``0 .. L - 1`` moves (the
+    final position, after the last move, is left out: nothing remains to
+    predict there). A bucket the game only partly reaches gives
+    ``min(per_game, positions in it)``.
+
+    Returns ``(game [M], move_number [M])`` int arrays, by game then move.
+    """
+    games, moves = [], []
+    for g, length in enumerate(lengths):
+        for start in range(0, length, width):
+            stop = min(start + width, length)
+            take = min(per_game, stop - start)
+            chosen = np.sort(rng.choice(np.arange(start, stop), size=take, replace=False))
+            games.extend([g] * take)
+            moves.extend(chosen.tolist())
+    return np.asarray(games, np.int64), np.asarray(moves, np.int64)
+
+
+@jax.jit
+def _states_after(starts: GoState, actions: jax.Array, counts: jax.Array) -> GoState:
+    """``[B]`` positions after ``counts[b]`` of ``actions[b]`` (legal, checked when loading)."""
+
+    def one(state: GoState, moves: jax.Array, count: jax.Array) -> GoState:
+        def step(i, current):
+            following = play(current, moves[i])
+            return jax.tree.map(lambda n, o: jnp.where(i < count, n, o), following, current)
+
+        return jax.lax.fori_loop(0, moves.shape[0], step, state)
+
+    return jax.vmap(one)(starts, actions, counts)
+
+
+def _positions(
+    group: Sequence[Game], games: Sequence[int], moves: np.ndarray, batch: int
+) -> GoState:
+    """``[M]`` stacked positions: after ``moves[m]`` moves of ``group[games[m]]``.
+
+    One size and preset; built ``batch`` at a time to bound the memory of the replay.
+    """
+    cap = _cap(group)
+    starts = _start_states(group, cap)
+    actions = jnp.asarray(_padded_actions(group, cap))
+    games, moves = jnp.asarray(games, jnp.int32), jnp.asarray(moves, jnp.int32)
+    parts = []
+    for indices, valid in _chunks(games.size, min(batch, games.size)):
+        which = games[indices]
+        states = _states_after(_take(starts, which), actions[which], moves[indices])
+        parts.append(_take(states, jnp.arange(valid)))
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
+
+
+def _chunks(total: int, size: int) -> Iterator[tuple[np.ndarray, int]]:
+    """``(indices [size], valid)``: ``0 .. total - 1`` in fixed-size chunks, the last padded
+    with its final index so that every chunk runs the same compiled program."""
+    for start in range(0, total, size):
+        indices = np.minimum(np.arange(start, start + size), total - 1)
+        yield indices, min(size, total - start)
+
+
+def _take(states: GoState, indices: jax.Array) -> GoState:
+    return jax.tree.map(lambda x: x[indices], states)
+
+
+# ---------------------------------------------------------------------------- evaluators
+
+
+@functools.partial(jax.jit, static_argnames=("num_rollouts",))
+def _rollout_chunk(
+    states: GoState, pairs: jax.Array, key: jax.Array, num_rollouts: int
+) -> jax.Array:
+    """Outcomes ``[C]`` of one random game each for (position, rollout) ``pairs [C]``."""
+    games = _take(states, pairs // num_rollouts)
+    return random_rollout(games, key, 1).astype(jnp.int8)
+
+
+def rollout_outcomes(
+    states: GoState,
+    key: jax.Array,
+    num_rollouts: int,
+    *,
+    batch: int = 512,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """``[M, num_rollouts]`` int8 outcomes of random games from ``[M]`` positions.
+
+    +1 is a win for the player to move in the position, -1 a loss, 0 a
+    draw. ``batch`` games run at once (one jitted program per chunk); the
+    positions should be ordered by move number, so that the games of a chunk
+    last about as long. ``progress(games_done)`` is called after each chunk.
+    """
+    count = states.to_play.shape[0]
+    total = count * num_rollouts
+    flat = np.zeros(total, np.int8)
+    done = 0
+    for step, (pairs, valid) in enumerate(_chunks(total, min(batch, total))):
+        chunk_key = jax.random.fold_in(key, step)
+        out = _rollout_chunk(states, jnp.asarray(pairs), chunk_key, num_rollouts)
+        flat[pairs[:valid]] = np.asarray(out)[:valid]
+        done += valid
+        if progress is not None:
+            progress(done)
+    return flat.reshape(count, num_rollouts)
+
+
+def _value_estimates(
+    run: Callable[..., dict[str, jax.Array]],
+    variables: Any,
+    states: GoState,
+    key: jax.Array,
+    *,
+    batch: int,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """``[M]`` float32 value of each position for the player to move, in [-1, 1].
+
+    ``run`` is ``gojax.evaluate.make_evaluator``'s; ``key`` serves a random symmetry.
+    """
+    count = states.to_play.shape[0]
+    values = np.zeros(count, np.float32)
+    done = 0
+    for step, (indices, valid) in enumerate(_chunks(count, min(batch, count))):
+        chunk = _take(states, jnp.asarray(indices))
+        out = run(variables, chunk, key=jax.random.fold_in(key, step))
+        values[indices[:valid]] = np.asarray(out["value"])[:valid]
+        done += valid
+        if progress is not None:
+            progress(done)
+    return values
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def mse_by_bucket(
+    predictions: dict[str, np.ndarray], outcomes: np.ndarray, buckets: np.ndarray
+) -> dict[str, Any]:
+    """Mean squared error of each evaluator, per bucket and over all positions.
+
+    Args:
+      predictions: evaluator name -> ``[M]`` predictions in [-1, 1].
+      outcomes: ``[M]`` outcomes in {-1, +1}, from the same side as the predictions.
+      buckets: ``[M]`` int bucket of each position.
+
+    Returns:
+      ``{"buckets": [b, ...], "count": [n_b, ...], "overall_count": M,
+      "mse": {name: [mse_b, ...]}, "stderr": {name: [se_b, ...]},
+      "overall": {name: mse}, "overall_stderr": {name: se}}``, buckets in
+      increasing order; ``se`` is the standard error of the mean of the
+      squared errors (0 for a single position).
+
+    >>> v, z = np.array([0.5, -1.0, 0.0]), np.array([1, 1, -1])
+    >>> r = mse_by_bucket({"v": v}, z, buckets=np.array([0, 1, 1]))
+    >>> r["mse"]["v"], r["overall"]["v"]
+    ([0.25, 2.5], 1.75)
+    """
+    outcomes = np.asarray(outcomes, np.float64)
+    buckets = np.asarray(buckets)
+    order = sorted(set(buckets.tolist()))
+
+    def stats(errors: np.ndarray) -> tuple[float, float]:
+        spread = float(np.std(errors, ddof=1) / np.sqrt(errors.size)) if errors.size > 1 else 0.0
+        return float(np.mean(errors)), spread
+
+    result: dict[str, Any] = {
+        "buckets": order,
+        "count": [int(np.sum(buckets == b)) for b in order],
+        "overall_count": int(outcomes.size),
+        "mse": {},
+        "stderr": {},
+        "overall": {},
+        "overall_stderr": {},
+    }
+    for name, predicted in predictions.items():
+        errors = (np.asarray(predicted, np.float64) - outcomes) ** 2
+        per_bucket = [stats(errors[buckets == b]) for b in order]
+        result["mse"][name] = [m for m, _ in per_bucket]
+        result["stderr"][name] = [s for _, s in per_bucket]
+        result["overall"][name], result["overall_stderr"][name] = stats(errors)
+    return result
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueMSEConfig:
+    """What to compare: a network, a folder of games, the rollout counts and the sampling."""
+
+    model: str | os.PathLike  # KataGo model file
+    sgf_dir: str | os.PathLike
+    rollouts: tuple[int, ...] = (1, 4, 16, 64)  # N values; the mix uses the largest
+    positions_per_game: int = 1  # positions drawn per game in each bucket
+    max_games: int | None = None
+    bucket_width: int = 20  # moves per bucket
+    lam: float = 0.5  # the mix's weight on the rollouts (AlphaGo's lambda)
+    symmetry: int | str = 0  # of the network evaluation: 0..7, "random" or "average"
+    batch: int = 512  # rollout games (and network positions) evaluated at once
+    seed: int = 0
+
+    def __post_init__(self):
+        if not self.rollouts or min(self.rollouts) < 1:
+            raise ValueError(f"rollout counts must be positive integers, not {self.rollouts}")
+        if self.positions_per_game < 1 or self.bucket_width < 1 or self.batch < 1:
+            raise ValueError("positions per game, bucket width and batch must be positive")
+        if self.max_games is not None and self.max_games < 1:
+            raise ValueError(f"max games must be positive, not {self.max_games}")
+        if not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"lambda must be in [0, 1], not {self.lam}")
+
+
+@dataclasses.dataclass
+class ValueMSEResult:
+    """The comparison's numbers (``stats`` as :func:`mse_by_bucket` returns them)."""
+
+    config: ValueMSEConfig
+    model_name: str
+    evaluators: dict[str, str]  # key in ``stats`` -> column label
+    stats: dict[str, Any]
+    games: int
+    skipped: dict[str, int]
+    board_sizes: list[int]
+    seconds: dict[str, float]  # wall time of each stage
+
+    def to_json(self) -> dict[str, Any]:
+        config = dataclasses.asdict(self.config)
+        config["model"], config["sgf_dir"] = str(config["model"]), str(config["sgf_dir"])
+        config["rollouts"] = list(config["rollouts"])
+        return {
+            "config": config,
+            "model": self.model_name,
+            "games": self.games,
+            "skipped": self.skipped,
+            "board_sizes": self.board_sizes,
+            "evaluators": self.evaluators,
+            "bucket_labels": [
+                bucket_label(b, self.config.bucket_width) for b in self.stats["buckets"]
+            ],
+            **self.stats,
+            "seconds": self.seconds,
+            "platform": jax.default_backend(),
+        }
+
+
+def run_value_mse(config: ValueMSEConfig, *, show_progress: bool = False) -> ValueMSEResult:
+    """Load the games, draw positions, evaluate them every way, and compare with the outcomes.
+
+    Raises ValueError (one line) for a missing folder, no usable games or a
+    bad model file.
+    """
+    from gojax.evaluate import make_evaluator
+    from gojax.katago_model import load_model
+
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+    games, skipped = load_games(config.sgf_dir, max_games=config.max_games)
+    if not games:
+        reasons = ", ".join(f"{n} {why}" for why, n in skipped.most_common())
+        raise ValueError(f"{config.sgf_dir}: no usable games ({reasons})")
+    model = load_model(config.model)
+    seconds["load"] = time.perf_counter() - clock
+
+    rng = np.random.default_rng(config.seed)
+    key = jax.random.key(config.seed)
+    run = make_evaluator(model, symmetry=config.symmetry)
+    variables = jax.device_put(model.variables)  # once, not at every call
+    n_max = max(config.rollouts)
+    game_of, move_of = sample_positions(
+        [g.length for g in games],
+        width=config.bucket_width,
+        per_game=config.positions_per_game,
+        rng=rng,
+    )
+    values = np.zeros(game_of.size, np.float32)
+    outcomes = np.zeros((game_of.size, n_max), np.int8)
+    truth = np.zeros(game_of.size, np.int8)  # z for the player to move
+    for (size, _), members in _groups(games).items():
+        group = [games[i] for i in members]
+        local = {g: j for j, g in enumerate(members)}
+        picks = np.flatnonzero(np.isin(game_of, members))
+        picks = picks[np.argsort(move_of[picks], kind="stable")]  # similar rollout lengths
+        board = f"{size}x{size}"
+        clock = time.perf_counter()
+        states = _positions(group, [local[g] for g in game_of[picks]], move_of[picks], config.batch)
+        seconds["positions"] = seconds.get("positions", 0.0) + time.perf_counter() - clock
+        movers = np.asarray(states.to_play).astype(np.int8)
+        truth[picks] = np.asarray([games[g].outcome for g in game_of[picks]], np.int8) * movers
+
+        clock = time.perf_counter()
+        key, key_net, key_rollouts = jax.random.split(key, 3)
+        with _progress(show_progress, picks.size, f"value net {board}", "position") as progress:
+            values[picks] = _value_estimates(
+                run, variables, states, key_net, batch=config.batch, progress=progress
+            )
+        seconds["value_net"] = seconds.get("value_net", 0.0) + time.perf_counter() - clock
+        clock = time.perf_counter()
+        with _progress(show_progress, picks.size * n_max, f"rollouts {board}", "game") as progress:
+            outcomes[picks] = rollout_outcomes(
+                states, key_rollouts, n_max, batch=config.batch, progress=progress
+            )
+        seconds["rollouts"] = seconds.get("rollouts", 0.0) + time.perf_counter() - clock
+
+    predictions = {"value": values}
+    labels = {"value": "value net"}
+    for n in sorted(set(config.rollouts)):
+        predictions[f"rollouts_{n}"] = outcomes[:, :n].mean(axis=1, dtype=np.float64)
+        labels[f"rollouts_{n}"] = f"rollouts x{n}"
+    mix = (1.0 - config.lam) * values + config.lam * predictions[f"rollouts_{n_max}"]
+    predictions["mix"] = mix
+    labels["mix"] = f"mix λ={config.lam:g} (x{n_max})"
+    stats = mse_by_bucket(predictions, truth, bucket_of(move_of, config.bucket_width))
+    return ValueMSEResult(
+        config=config,
+        model_name=model.name,
+        evaluators=labels,
+        stats=stats,
+        games=len(games),
+        skipped=dict(skipped),
+        board_sizes=sorted({g.size for g in games}),
+        seconds=seconds,
+    )
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: int, desc: str, unit: str) -> Iterator[Any]:
+    """A ``progress(done)`` callback drawing a tqdm bar (``None`` when not ``enabled``).
+
+    The bar appears after the first chunk, so that compile time stays out of its rate.
+    """
+    bar = None
+
+    def update(done: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
+        bar.update(done - bar.n)
+
+    try:
+        yield update if enabled else None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def format_table(result: ValueMSEResult) -> str:
+    """The result as a text table: a row per bucket and an overall row, a column per evaluator."""
+    stats = result.stats
+    width = result.config.bucket_width
+    names = list(result.evaluators)
+    headers = ["moves", "positions"] + [result.evaluators[n] for n in names]
+    rows = [
+        [bucket_label(b, width), str(c)] + [f"{stats['mse'][n][i]:.3f}" for n in names]
+        for i, (b, c) in enumerate(zip(stats["buckets"], stats["count"], strict=True))
+    ]
+    overall = [f"{stats['overall'][n]:.3f}" for n in names]
+    rows.append(["all", str(stats["overall_count"])] + overall)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def _write_atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> None:
+    """Write through ``write(handle)`` into a temporary file beside ``path``, then rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
+        umask = os.umask(0)  # mkstemp makes the file private; give it the usual mode
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_json(result: ValueMSEResult, path: str | os.PathLike) -> None:
+    """Write ``result.to_json()`` to ``path`` atomically."""
+    text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
+    _write_atomic(path, lambda handle: handle.write(text.encode("utf-8")), "wb")
+
+
+def save_plot(result: ValueMSEResult, path: str | os.PathLike, *, min_positions: int = 1) -> None:
+    """Plot MSE against move number, a line per evaluator (as the paper's Fig. 2b), as PNG.
+
+    Buckets with fewer than ``min_positions`` positions are left out of the
+    plot (a handful of long games makes their points noise).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stats = result.stats
+    width = result.config.bucket_width
+    shown = [i for i, c in enumerate(stats["count"]) if c >= min_positions]
+    if not shown:
+        raise ValueError(f"no bucket has {min_positions} positions to plot")
+    x = np.arange(len(shown))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    rollout_keys = [k for k in result.evaluators if k.startswith("rollouts_")]
+    shades = plt.cm.Blues(np.linspace(0.35, 0.95, len(rollout_keys)))
+    styles = {"value": {"color": "tab:red", "marker": "o", "linewidth": 2.5}}
+    styles["mix"] = {"color": "tab:purple", "marker": "s", "linewidth": 2.0, "linestyle": "--"}
+    for key, shade in zip(rollout_keys, shades, strict=True):
+        styles[key] = {"color": shade, "marker": ".", "linewidth": 1.5}
+    for key, label in result.evaluators.items():
+        ax.plot(x, [stats["mse"][key][i] for i in shown], label=label, **styles[key])
+    ax.set_xticks(x, [bucket_label(stats["buckets"][i], width) for i in shown], rotation=45)
+    ax.set_xlabel("move number (moves played before the position)")
+    ax.set_ylabel("mean squared error against the outcome")
+    sizes = "/".join(f"{s}x{s}" for s in result.board_sizes)
+    ax.set_title(
+        f"{result.model_name}\nvalue net vs random rollouts: {result.games} {sizes} games, "
+        f"{stats['overall_count']} positions",
+        fontsize=11,
+    )
+    # Predicting 0 (a coin flip) everywhere scores exactly 1: the line to get under.
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="always 0")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    _write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=100), "wb")
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def _counts_arg(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,16, not {text!r}")
+    return counts
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def _symmetry_arg(text: str) -> int | str:
+    from gojax.evaluate import check_symmetry
+
+    try:
+        return check_symmetry(int(text) if text.lstrip("-").isdigit() else text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def cmd_value_mse(args: argparse.Namespace) -> int:
+    config = ValueMSEConfig(
+        model=args.model,
+        sgf_dir=args.sgf_dir,
+        rollouts=args.rollouts,
+        positions_per_game=args.positions_per_game,
+        max_games=args.max_games,
+        bucket_width=args.bucket_width,
+        lam=args.lam,
+        symmetry=args.symmetry,
+        batch=args.batch,
+        seed=args.seed,
+    )
+    result = run_value_mse(config, show_progress=not args.quiet)
+    skipped = ", ".join(f"{n} {why}" for why, n in result.skipped.items()) or "none"
+    print(
+        f"{result.games} games ({skipped} skipped), {result.stats['overall_count']} positions; "
+        f"{result.model_name}, symmetry {config.symmetry}; "
+        f"{max(config.rollouts)} rollouts per position"
+    )
+    print(format_table(result))
+    timing = ", ".join(f"{stage} {s:.1f} s" for stage, s in result.seconds.items())
+    print(f"time: {timing}")
+    if args.out:
+        save_plot(result, args.out, min_positions=args.min_positions)
+        print(f"Wrote {args.out}")
+    if args.json:
+        save_json(result, args.json)
+        print(f"Wrote {args.json}")
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gojax value-mse`` to the subcommands of the ``gojax`` parser."""
+    parser = commands.add_parser(
+        "value-mse",
+        help="AlphaGo's Fig. 2b: value net vs random rollouts as predictors of the outcome",
+    )
+    parser.add_argument("--model", required=True, metavar="M", help="a KataGo model file (.bin.gz)")
+    parser.add_argument(
+        "--sgf-dir", required=True, metavar="DIR", help="a folder of finished games (*.sgf)"
+    )
+    parser.add_argument(
+        "--rollouts",
+        type=_counts_arg,
+        default=(1, 4, 16, 64),
+        metavar="N,N,...",
+        help="rollouts per position to compare (default 1,4,16,64; the mix uses the largest)",
+    )
+    parser.add_argument(
+        "--positions-per-game",
+        type=_positive_int,
+        metavar="K",
+        default=1,
+        help="positions drawn from each game in each move-number bucket (default 1)",
+    )
+    parser.add_argument(
+        "--max-games", type=_positive_int, metavar="G", help="use the first G usable games"
+    )
+    parser.add_argument(
+        "--bucket-width",
+        type=_positive_int,
+        default=20,
+        metavar="W",
+        help="moves per bucket (default 20)",
+    )
+    parser.add_argument(
+        "--lam", type=float, default=0.5, help="the mix's weight on rollouts (default 0.5)"
+    )
+    parser.add_argument(
+        "--symmetry",
+        type=_symmetry_arg,
+        default=0,
+        metavar="S",
+        help="of the network evaluation: 0..7, random or average (default 0: one pass)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=512,
+        metavar="B",
+        help="games simulated at once (default 512)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", metavar="PNG", help="write the plot here")
+    parser.add_argument(
+        "--min-positions",
+        type=_positive_int,
+        metavar="COUNT",
+        default=10,
+        help="leave buckets with fewer positions out of the plot (default 10)",
+    )
+    parser.add_argument("--json", metavar="OUT.json", help="write the numbers as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(run=cmd_value_mse)
