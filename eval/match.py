@@ -102,7 +102,10 @@ def wilson_interval(successes: float, trials: int, z: float = 1.959964) -> tuple
     denominator = 1 + z2 / trials
     centre = (p + z2 / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At p = 0 or 1 the bound is exactly 0 or 1; say so instead of 1 - 1e-16.
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= trials else min(1.0, centre + half)
+    return lo, hi
 
 
 # ---------------------------------------------------------------------------- data
@@ -339,8 +342,11 @@ class _Clock:
 class _Seat:
     """Engine A or B: its process (restarted after a crash or timeout) and its name."""
 
-    def __init__(self, key: str, config: MatchConfig, folder: Path) -> None:
+    def __init__(
+        self, key: str, config: MatchConfig, folder: Path, start: Callable | None = None
+    ) -> None:
         self.key = key
+        self.start = start  # makes an in-process engine instead of starting the command
         self.command = config.engine_a if key == "A" else config.engine_b
         self.config = config
         self.log = folder / f"engine-{key.lower()}.log"
@@ -354,13 +360,16 @@ class _Seat:
         if self.engine is not None:
             self.engine.close(timeout=1)
         label = f"{self.key} ({self.fixed_name or Path(split_command(self.command)[0]).name})"
-        self.engine = GTPEngine(
-            self.command,
-            label=label,
-            log=self.log,
-            timeout=self.config.command_timeout,
-            start_timeout=self.config.start_timeout,
-        )
+        if self.start is not None:
+            self.engine = self.start()
+        else:
+            self.engine = GTPEngine(
+                self.command,
+                label=label,
+                log=self.log,
+                timeout=self.config.command_timeout,
+                start_timeout=self.config.start_timeout,
+            )
         if self.fixed_name is None:
             ok, name = self.engine.request("name")
             ok_version, version = self.engine.request("version")
@@ -529,11 +538,17 @@ def _play_game(
 
 
 def run_match(
-    config: MatchConfig, *, progress: Callable[[GameResult, MatchResult], None] | None = None
+    config: MatchConfig,
+    *,
+    progress: Callable[[GameResult, MatchResult], None] | None = None,
+    engines: dict[str, Callable] | None = None,
 ) -> MatchResult:
     """Play the games of ``config`` not yet in its output folder; return all of them.
 
-    ``progress(game, so_far)`` is called after each game is saved. Raises
+    ``progress(game, so_far)`` is called after each game is saved.
+    ``engines`` maps a seat ("A"/"B") to a function that makes an in-process
+    engine with ``GTPEngine``'s methods (``eval.arena`` plays JAX agents this
+    way); that seat's command then only names it in ``match.json``. Raises
     ValueError for bad settings or an output folder holding another match,
     OSError when an engine cannot be started, and EngineError when an engine
     refuses the game's setup (board size, komi, rules, time) or a genmove.
@@ -553,7 +568,7 @@ def run_match(
     folder.mkdir(parents=True, exist_ok=True)
     _check_manifest(folder, config)
     done = read_results(folder, repair=True)
-    seats = {key: _Seat(key, config, folder) for key in "AB"}
+    seats = {key: _Seat(key, config, folder, (engines or {}).get(key)) for key in "AB"}
     names = {key: seats[key].name for key in "AB"}
     for game in done.values():  # names from the games already played
         names[game.black] = game.black_name

@@ -236,3 +236,70 @@ def install_signal_handlers(
     for signum in (signal.SIGTERM, signal.SIGINT):
         guard._previous[signum] = signal.signal(signum, guard._handle)
     return guard
+
+
+# ----------------------------------------------------------------------------
+# Reading a training run's networks (evaluation, sweeps).
+
+
+@dataclasses.dataclass
+class RunVariables:
+    """One checkpoint's network, as evaluation needs it."""
+
+    step: int
+    config: dict[str, Any]  # the run's config (JSON), as saved with the checkpoint
+    variables: dict[str, Any]  # {"params", "batch_stats"}: host numpy arrays
+
+
+def checkpoint_steps(workdir: str | os.PathLike) -> list[int]:
+    """Steps of the complete checkpoints of the training run in ``workdir``, oldest first."""
+    directory = os.path.join(os.fspath(workdir), "checkpoints")
+    if not os.path.isdir(directory):
+        return []
+    return sorted(
+        int(name)
+        for name in os.listdir(directory)
+        if name.isdigit() and os.path.isdir(os.path.join(directory, name, "state"))
+    )
+
+
+def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> RunVariables:
+    """The network variables of checkpoint ``step`` (None: the newest) of a training run.
+
+    Only the train state is read (not the replay contents), onto the first
+    local device, with the run's own config rebuilding its shapes. Raises
+    ValueError naming what is missing when the run or the step is not there.
+    """
+    import ml_collections
+
+    from train.learner import abstract_train_state
+    from train.loop import learner_config
+    from train.model import ModelSpec
+
+    steps = checkpoint_steps(workdir)
+    if not steps:
+        raise ValueError(f"{workdir}: no checkpoints (expected {workdir}/checkpoints/<step>/)")
+    step = steps[-1] if step is None else int(step)
+    if step not in steps:
+        raise ValueError(f"{workdir}: no checkpoint at step {step}; there are {steps}")
+    ckpt = Checkpointer(os.path.join(os.fspath(workdir), "checkpoints"))
+    try:
+        meta = ckpt._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+        config = meta["meta"].get("config")
+        if not config:
+            raise ValueError(f"{workdir}: checkpoint {step} has no config")
+        run = ml_collections.ConfigDict(config)
+        spec = ModelSpec(run.model.preset, dtype=run.model.dtype)
+        shapes = abstract_train_state(spec, learner_config(run), run.board.size)
+        device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        template = jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=device), shapes
+        )
+        out = ckpt._manager.restore(
+            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(template))
+        )
+    finally:
+        ckpt.close()
+    state = out["state"]
+    variables = jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
+    return RunVariables(step=step, config=config, variables=variables)

@@ -1,0 +1,798 @@
+"""The arena: many games between two agents as one jitted program, or move by move over GTP.
+
+An :class:`Agent` is a JAX player: a static ``policy(params, states [B], keys [B])
+-> (actions [B] int32, values [B] float32)`` and its ``params`` (network
+variables, traced, so that another checkpoint of the same net reuses the
+compiled arena). ``keys`` holds one PRNG key per game: every random number an
+agent draws comes from its own game's key, so a game does not depend on which
+other games share its batch. ``values`` is the agent's estimate for the player
+to move, in [-1, 1]; agents without one (``has_value=False``) never resign.
+
+:func:`play_arena` plays ``num_games`` games of two agents in chunks of
+``batch_size`` games, each chunk one ``lax.scan`` over moves::
+
+    net = search_agent(spec, variables, SearchConfig(num_simulations=32, temperature_moves=0,
+                                                     dirichlet_fraction=0.0))
+    result = play_arena(net, random_agent(), key, size=9, num_games=64, sgf_dir="games")
+    result.summary()  # {"games": 64, "wins": ..., "win_rate": ..., "ci95": (lo, hi), ...}
+
+Colours alternate: agent A is Black in even games (0, 2, ...). Games ``2j``
+and ``2j + 1`` form a pair that starts from the same random opening
+(``opening_moves`` uniformly random legal non-pass moves, played before the
+agents take over), so the opening's advantage cancels within the pair.
+
+Reproducibility: every random number comes from ``(key, game index, move
+number)``: agent keys are ``fold_in(fold_in(k_games, game), move)``, opening
+keys ``fold_in(fold_in(k_opening, pair), move)``. The same key gives the same
+games whatever ``batch_size`` or device count plays them (tested).
+
+Cost: all games move in lockstep, so at each step agent A is to move in
+exactly the even games (Black's turn) or exactly the odd ones; each agent
+searches only the half of the batch in which it moves.
+
+:func:`play_games` is the common front: two :class:`Agent` s go to
+:func:`play_arena`; if either is a :class:`GTPAgent` (GnuGo, KataGo, any GTP
+program) the games go move by move through ``eval.match.run_match``, the JAX
+agent then playing as an in-process GTP engine with the same per-game keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+import gojax
+from eval.gtp_client import GTPCommandError
+from eval.match import MatchConfig, MatchResult, run_match, wilson_interval
+from gojax import sgf
+from gojax._game import record_from_actions, result_string
+from gojax.search import SearchConfig, search
+from gojax.uct import uct_search
+from train.model import ModelSpec, build, evaluator
+
+__all__ = [
+    "Agent",
+    "ArenaResult",
+    "GTPAgent",
+    "capture_agent",
+    "gnugo_agent",
+    "play_arena",
+    "play_games",
+    "random_agent",
+    "search_agent",
+    "uct_agent",
+    "wilson_interval",
+]
+
+GAMES_AXIS = "games"
+# policy(params, states [B], keys [B]) -> (actions [B] int32, values [B] float32)
+Policy = Callable[[Any, gojax.GoState, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+# ----------------------------------------------------------------------------
+# Agents.
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """A JAX player: a static ``policy`` and its traced ``params``.
+
+    Attributes:
+      name: how records, tables and ratings name it.
+      policy: ``(params, states [B], keys [B]) -> (actions [B] int32, values [B]
+        float32)``, jittable, one key per game. A static argument of the
+        arena's jit: build it once (the constructors here cache it) so that
+        every agent of one kind shares the compiled program.
+      params: pytree passed to ``policy`` (network variables), or None.
+      has_value: whether ``values`` means anything (only then may it resign).
+    """
+
+    name: str
+    policy: Policy
+    params: Any = None
+    has_value: bool = False
+
+    def __call__(self, states: gojax.GoState, keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Moves and values for ``[B]`` states with ``[B]`` keys."""
+        return self.policy(self.params, states, keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class GTPAgent:
+    """A player behind GTP: a program started with ``command`` (GnuGo, KataGo, ...)."""
+
+    command: str | tuple[str, ...]
+    name: str
+
+
+def _no_value(states: gojax.GoState) -> jax.Array:
+    return jnp.zeros(states.to_play.shape, jnp.float32)
+
+
+def _random_policy(params, states, keys):
+    del params
+    legal = jax.vmap(gojax.legal_moves)(states)  # [B, A]
+    logits = jnp.where(legal, 0.0, -jnp.inf)
+    actions = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+    return actions, _no_value(states)
+
+
+def random_agent() -> Agent:
+    """Uniformly random legal move (pass counts as one move)."""
+    return Agent("random", _random_policy)
+
+
+def _capture_gain(state: gojax.GoState) -> jax.Array:
+    """``[A]`` float32: opponent stones each move captures (anything for illegal moves)."""
+    actions = jnp.arange(state.num_actions, dtype=jnp.int32)
+    opponent = -state.to_play
+    before = jnp.sum(state.board == opponent)
+    after = jax.vmap(lambda a: jnp.sum(gojax.play(state, a).board == opponent))(actions)
+    return (before - after).astype(jnp.float32)
+
+
+def _capture_policy(params, states, keys):
+    del params
+    legal = jax.vmap(gojax.legal_moves)(states)  # [B, A]
+    gain = jax.vmap(_capture_gain)(states)
+    noise = jax.vmap(lambda k: jax.random.uniform(k, gain.shape[1:], maxval=0.5))(keys)
+    value = (gain + noise).at[:, -1].set(-1.0)  # noise breaks ties only; pass last resort
+    actions = jnp.argmax(jnp.where(legal, value, -jnp.inf), axis=-1).astype(jnp.int32)
+    return actions, _no_value(states)
+
+
+def capture_agent() -> Agent:
+    """One-move lookahead: the legal move that captures most stones; ties at random.
+
+    Passes only when nothing else is legal. A weak but clearly better than
+    random baseline (a test of the arena, not a player).
+    """
+    return Agent("capture", _capture_policy)
+
+
+@functools.cache
+def _search_policy(spec: ModelSpec, config: SearchConfig) -> Policy:
+    module = build(spec)
+
+    def policy(params, states, keys):
+        def one(state, key):
+            batch = jax.tree.map(lambda x: x[None], state)
+            out = search(evaluator(spec, module, params), batch, key, config)
+            return out.action[0], out.root_value[0]
+
+        return jax.vmap(one)(states, keys)
+
+    return policy
+
+
+def search_agent(
+    spec: ModelSpec, variables: Any, config: SearchConfig, *, name: str | None = None
+) -> Agent:
+    """A ``train.model`` net (``ModelSpec`` ``spec``) with ``gojax.search`` under ``config``.
+
+    For evaluation use ``temperature_moves=0`` and ``dirichlet_fraction=0``
+    (the most visited move, no root noise). The value is the search's root
+    value. Agents with equal ``spec`` and ``config`` share one compiled arena.
+    """
+    name = name or f"{spec.preset}-{config.kind}{config.num_simulations}"
+    return Agent(name, _search_policy(spec, config), variables, has_value=True)
+
+
+@functools.cache
+def _uct_policy(num_simulations: int, c: float, moves: str) -> Policy:
+    def policy(params, states, keys):
+        del params
+
+        def one(state, key):
+            batch = jax.tree.map(lambda x: x[None], state)
+            out = uct_search(batch, key, num_simulations, c=c, moves=moves)
+            return out.action[0], out.root_value[0]
+
+        return jax.vmap(one)(states, keys)
+
+    return policy
+
+
+def uct_agent(num_simulations: int, *, c: float = 1.0, moves: str = "legal") -> Agent:
+    """Classical UCT with one random rollout per leaf (``gojax.uct.uct_search``).
+
+    ``moves`` is the tree's move set (``SearchConfig.moves``): give it the
+    same set as the net it is compared with, so that both know as much Go.
+    """
+    policy = _uct_policy(int(num_simulations), float(c), moves)
+    return Agent(f"uct{num_simulations}", policy, None, True)
+
+
+def gnugo_agent(level: int = 10, *, command: str | None = None) -> GTPAgent:
+    """GnuGo at ``level`` (0..10) over GTP; ``command`` defaults to ``gnugo`` on the PATH
+    or in /usr/games (where Debian's package puts it)."""
+    if not 0 <= int(level) <= 10:
+        raise ValueError(f"GnuGo levels are 0..10, not {level}")
+    program = command or shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+    if program is None:
+        raise ValueError("gnugo is not installed (Debian/Ubuntu: apt-get install gnugo)")
+    return GTPAgent((program, "--mode", "gtp", "--level", str(int(level))), f"gnugo-{level}")
+
+
+# ----------------------------------------------------------------------------
+# Results.
+
+
+@dataclasses.dataclass(frozen=True)
+class ArenaResult:
+    """Outcomes of ``B`` games from agent A's point of view (host numpy arrays), by game index."""
+
+    outcome: np.ndarray  # [B] int8: +1 A won, -1 A lost, 0 draw
+    a_black: np.ndarray  # [B] bool: A played Black
+    score: np.ndarray  # [B] float32: Black's Tromp-Taylor margin, komi included
+    length: np.ndarray  # [B] int32: moves played, passes (and opening moves) included
+    finished: np.ndarray  # [B] bool: ended by two passes, the move cap or a resignation
+    resigned: np.ndarray | None = None  # [B] int8: colour that resigned (+1 B, -1 W), 0 none
+    actions: np.ndarray | None = None  # [B, T] int16: moves in order, -1 after the end
+
+    def summary(self) -> dict[str, Any]:
+        """``games, wins, losses, draws, win_rate`` (draws half) and its Wilson ``ci95``."""
+        n = int(self.outcome.size)
+        wins = int((self.outcome > 0).sum())
+        draws = int((self.outcome == 0).sum())
+        points = wins + 0.5 * draws
+        resigned = self.resigned if self.resigned is not None else np.zeros(n, np.int8)
+        return {
+            "games": n,
+            "wins": wins,
+            "losses": n - wins - draws,
+            "draws": draws,
+            "win_rate": points / n if n else float("nan"),
+            "ci95": wilson_interval(points, n),
+            "win_rate_as_black": _rate(self.outcome[self.a_black]),
+            "win_rate_as_white": _rate(self.outcome[~self.a_black]),
+            "mean_length": float(self.length.mean()) if n else float("nan"),
+            "resignations": int((resigned != 0).sum()),
+        }
+
+    def counts(self) -> tuple[int, int, int]:
+        """``(wins, draws, losses)`` of agent A."""
+        wins = int((self.outcome > 0).sum())
+        draws = int((self.outcome == 0).sum())
+        return wins, draws, int(self.outcome.size) - wins - draws
+
+    def result_string(self, game: int) -> str:
+        """SGF ``RE[]`` of one game: ``B+R``/``W+R`` for a resignation, else the margin."""
+        if self.resigned is not None and self.resigned[game]:
+            return "W+R" if self.resigned[game] > 0 else "B+R"
+        return result_string(float(self.score[game]))
+
+
+def _rate(outcome: np.ndarray) -> float:
+    return float(((outcome > 0) + 0.5 * (outcome == 0)).mean()) if outcome.size else float("nan")
+
+
+# ----------------------------------------------------------------------------
+# The batched arena.
+
+
+def _fold(keys: jax.Array, data: jax.Array) -> jax.Array:
+    """``fold_in`` elementwise over the leading ``[2, P]`` axes of keys and data."""
+    return jax.vmap(jax.vmap(jax.random.fold_in))(keys, data)
+
+
+def _opening_moves(states: gojax.GoState, keys: jax.Array) -> jax.Array:
+    """``[2, P]`` uniformly random legal non-pass moves (pass if there is none)."""
+
+    def one(state, key):
+        legal = gojax.legal_moves(state)
+        points = legal.at[-1].set(False)
+        logits = jnp.where(jnp.where(jnp.any(points), points, legal), 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits).astype(jnp.int32)
+
+    return jax.vmap(jax.vmap(one))(states, keys)
+
+
+def _stack_halves(first: jax.Array, second: jax.Array, half: jax.Array) -> jax.Array:
+    """``[2, P]`` with ``first`` in half ``half`` and ``second`` in the other."""
+    return jnp.where(half == 0, jnp.stack([first, second]), jnp.stack([second, first]))
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "policy_a",
+        "policy_b",
+        "resign_a",
+        "resign_b",
+        "size",
+        "komi",
+        "rules",
+        "moves",
+        "opening_moves",
+        "resign_threshold",
+        "mesh",
+    ),
+)
+def _arena(
+    params_a,
+    params_b,
+    key,
+    pairs,
+    *,
+    policy_a,
+    policy_b,
+    resign_a,
+    resign_b,
+    size,
+    komi,
+    rules,
+    moves,
+    opening_moves,
+    resign_threshold,
+    mesh,
+):
+    """Games ``2 * pairs`` (A Black) and ``2 * pairs + 1`` (B Black), laid out ``[2, P]``."""
+    num_pairs = pairs.shape[0]
+    layout = None if mesh is None else NamedSharding(mesh, PartitionSpec(None, GAMES_AXIS))
+
+    def constrain(tree):
+        # New games depend on no sharded input: pin the batch axis to the mesh explicitly.
+        if layout is None:
+            return tree
+        return jax.tree.map(lambda x: jax.lax.with_sharding_constraint(x, layout), tree)
+
+    key_open, key_games = jax.random.split(key)
+    games = jnp.stack([2 * pairs, 2 * pairs + 1])  # [2, P] global game indices
+    pair_ids = jnp.stack([pairs, pairs])
+    game_keys = _fold(jnp.broadcast_to(key_games, (2, num_pairs) + key_games.shape), games)
+    open_keys = _fold(jnp.broadcast_to(key_open, (2, num_pairs) + key_open.shape), pair_ids)
+
+    def fresh(_):
+        return gojax.new_game(size, komi=komi, rules=rules, max_moves=moves)
+
+    states = constrain(jax.vmap(jax.vmap(fresh))(games))
+    resigned = constrain(jnp.zeros((2, num_pairs), jnp.int8))
+
+    def agents_move(states, t):
+        half = t % 2  # A is Black in half 0, so it moves there at even t, in half 1 at odd t
+        keys = _fold(game_keys, jnp.full(games.shape, t))
+
+        def pick(tree, h):
+            return jax.tree.map(lambda x: x[h], tree)
+
+        act_a, val_a = policy_a(params_a, pick(states, half), keys[half])
+        act_b, val_b = policy_b(params_b, pick(states, 1 - half), keys[1 - half])
+        actions = _stack_halves(act_a, act_b, half)
+        if resign_threshold is None or not (resign_a or resign_b):
+            return actions, jnp.zeros(games.shape, bool)
+        limit = -resign_threshold
+        hopeless_a = (val_a < limit) & resign_a
+        hopeless_b = (val_b < limit) & resign_b
+        return actions, _stack_halves(hopeless_a, hopeless_b, half)
+
+    def opening(states, t):
+        return _opening_moves(states, _fold(open_keys, jnp.full(games.shape, t))), jnp.zeros(
+            games.shape, bool
+        )
+
+    def step(carry, t):
+        def move(carry):
+            states, resigned = carry
+            if opening_moves > 0:
+                actions, resign = jax.lax.cond(t < opening_moves, opening, agents_move, states, t)
+            else:
+                actions, resign = agents_move(states, t)
+            active = ~states.terminated
+            resign = resign & active
+            resigned = jnp.where(resign, states.to_play, resigned)
+            played = active & ~resign
+            # A resignation ends the game before its move; play() leaves a finished game as is.
+            states = states.replace(terminated=states.terminated | resign)
+            states = jax.vmap(jax.vmap(gojax.play))(states, actions)
+            record = jnp.where(played, actions, -1).astype(jnp.int16)
+            return constrain((states, resigned)), record
+
+        def idle(carry):
+            return carry, jnp.full(games.shape, -1, jnp.int16)
+
+        # Once every game is over the remaining steps cost nothing.
+        return jax.lax.cond(jnp.all(carry[0].terminated), idle, move, carry)
+
+    (states, resigned), actions = jax.lax.scan(step, (states, resigned), jnp.arange(moves))
+    score = jax.vmap(jax.vmap(gojax.score))(states)
+    black_result = jnp.where(resigned != 0, -resigned, jnp.sign(score)).astype(jnp.int8)
+    outcome = jnp.stack([black_result[0], -black_result[1]])
+    return {
+        "outcome": outcome,
+        "score": score,
+        "length": states.move_number,
+        "finished": states.terminated,
+        "resigned": resigned,
+        "actions": actions,  # [T, 2, P]
+    }
+
+
+def _game_order(x: np.ndarray) -> np.ndarray:
+    """``[2, P, ...]`` halves (even games, odd games) → ``[2P, ...]`` by game index."""
+    return np.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])
+
+
+def play_arena(
+    agent_a: Agent,
+    agent_b: Agent,
+    key: jax.Array,
+    *,
+    size: int,
+    num_games: int,
+    komi: float = 7.0,
+    rules: str = "tromp-taylor",
+    max_moves: int | None = None,
+    opening_moves: int = 0,
+    resign_threshold: float | None = None,
+    batch_size: int | None = None,
+    mesh: Mesh | None = None,
+    first_game: int = 0,
+    sgf_dir: str | os.PathLike | None = None,
+) -> ArenaResult:
+    """Play ``num_games`` games of A against B, ``batch_size`` at a time; A is Black in even games.
+
+    Args:
+      agent_a, agent_b: :class:`Agent` s.
+      key: PRNG key; with ``first_game`` it fixes every game (see the module doc).
+      size, komi, rules: the game; ``max_moves`` caps its length (None:
+        ``2 * size * size``), after which it is scored as it stands.
+      opening_moves: random legal non-pass moves that open each pair of games.
+      resign_threshold: an agent with a value resigns when it is below
+        ``-resign_threshold`` for the player to move; None: nobody resigns.
+      batch_size: games per jitted call (rounded up to an even number and to a
+        multiple of twice the mesh size); None: all at once. The last call is
+        padded to the same shape so that one program serves every call.
+      mesh: a 1-D ``jax.sharding.Mesh`` with axis ``"games"``: games are split
+        across its devices (data parallel), parameters replicated.
+      first_game: index of the first game (even): a later call with
+        ``first_game = n`` continues the numbering of one that played ``n``.
+      sgf_dir: write every game there as ``game-0001.sgf``, ... (by game index).
+    """
+    if num_games < 1:
+        raise ValueError(f"num_games must be positive, got {num_games}")
+    if first_game % 2:
+        raise ValueError(f"first_game must be even (games come in colour pairs), got {first_game}")
+    if resign_threshold is not None and not 0.0 < resign_threshold <= 1.0:
+        raise ValueError(f"resign_threshold must be in (0, 1], got {resign_threshold}")
+    moves = int(max_moves) if max_moves is not None else 2 * size * size
+    if opening_moves < 0 or opening_moves >= moves:
+        raise ValueError(f"opening_moves must be in [0, {moves}), got {opening_moves}")
+    num_pairs = (num_games + 1) // 2
+    devices = 1 if mesh is None else mesh.devices.size
+    per_call = num_pairs if batch_size is None else max(1, (int(batch_size) + 1) // 2)
+    per_call = min(per_call, num_pairs)
+    per_call = -(-per_call // devices) * devices  # whole pairs on every device
+    replicated = pair_layout = None
+    params_a, params_b = agent_a.params, agent_b.params
+    if mesh is not None:
+        replicated = NamedSharding(mesh, PartitionSpec())
+        pair_layout = NamedSharding(mesh, PartitionSpec(GAMES_AXIS))
+        params_a = jax.device_put(params_a, replicated)
+        params_b = jax.device_put(params_b, replicated)
+    chunks = []
+    for start in range(0, num_pairs, per_call):
+        pairs = np.arange(start, start + per_call, dtype=np.int32) + first_game // 2
+        pairs = jnp.asarray(pairs) if mesh is None else jax.device_put(pairs, pair_layout)
+        out = _arena(
+            params_a,
+            params_b,
+            key,
+            pairs,
+            policy_a=agent_a.policy,
+            policy_b=agent_b.policy,
+            resign_a=agent_a.has_value,
+            resign_b=agent_b.has_value,
+            size=size,
+            komi=float(komi),
+            rules=rules,
+            moves=moves,
+            opening_moves=int(opening_moves),
+            resign_threshold=None if resign_threshold is None else float(resign_threshold),
+            mesh=mesh,
+        )
+        chunks.append(jax.device_get(out))
+    host = {
+        k: np.concatenate([_game_order(c[k]) for c in chunks]) for k in chunks[0] if k != "actions"
+    }
+    actions = np.concatenate([_game_order(np.moveaxis(c["actions"], 0, -1)) for c in chunks])
+    n = num_games
+    result = ArenaResult(
+        outcome=host["outcome"][:n].astype(np.int8),
+        a_black=np.arange(first_game, first_game + n) % 2 == 0,
+        score=host["score"][:n].astype(np.float32),
+        length=host["length"][:n].astype(np.int32),
+        finished=host["finished"][:n],
+        resigned=host["resigned"][:n].astype(np.int8),
+        actions=actions[:n],
+    )
+    if sgf_dir is not None:
+        write_sgf(
+            result,
+            sgf_dir,
+            names=(agent_a.name, agent_b.name),
+            size=size,
+            komi=komi,
+            rules=rules,
+            first_game=first_game,
+            opening_moves=opening_moves,
+        )
+    return result
+
+
+def write_sgf(
+    result: ArenaResult,
+    folder: str | os.PathLike,
+    *,
+    names: tuple[str, str],
+    size: int,
+    komi: float,
+    rules: str,
+    first_game: int = 0,
+    opening_moves: int = 0,
+) -> list[Path]:
+    """Every game of ``result`` as ``folder/game-NNNN.sgf`` (1-based game number), atomically."""
+    if result.actions is None:
+        raise ValueError("this result has no moves to write")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    today = datetime.date.today().isoformat()
+    paths = []
+    for i in range(result.outcome.size):
+        moves = result.actions[i]
+        black, white = names if result.a_black[i] else names[::-1]
+        comment = f"Black: {black}; White: {white}."
+        if opening_moves:
+            comment += f" Moves 1-{opening_moves} are a random opening."
+        record = record_from_actions(
+            moves[moves >= 0].tolist(),
+            size=size,
+            komi=komi,
+            rules=rules,
+            result=result.result_string(i) if result.finished[i] else None,
+            player_black=black,
+            player_white=white,
+            date=today,
+            comment=comment,
+            extra={"GN": [f"game {first_game + i + 1}"], "AP": ["gojax arena"]},
+        )
+        path = folder / f"game-{first_game + i + 1:04d}.sgf"
+        sgf.save(record, path)
+        paths.append(path)
+    return paths
+
+
+# ----------------------------------------------------------------------------
+# Move by move: a JAX agent as an in-process GTP engine for eval.match.
+
+
+@functools.cache
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+class _AgentEngine:
+    """Speaks the GTP that ``eval.match`` sends, for a JAX :class:`Agent`, without a process.
+
+    Game ``g`` (counted by ``clear_board``) is played with the arena's keys:
+    move ``t`` uses ``fold_in(fold_in(k_games, g), t)``, so against another
+    :class:`Agent` it plays the games :func:`play_arena` plays.
+    """
+
+    def __init__(self, agent: Agent, key, *, rules: str, max_moves, threshold, first_game: int):
+        self.agent = agent
+        self.label = agent.name
+        self.alive = True
+        self.rules = rules
+        self.max_moves = max_moves
+        self.threshold = threshold
+        self.key_games = jax.random.split(key)[1]
+        self.game = first_game - 1
+        self.size, self.komi = 19, 7.5
+        self.state = None
+        self._act = _jitted(agent.policy)
+
+    def _new(self) -> None:
+        cap = self.max_moves or 2 * self.size * self.size
+        self.state = gojax.new_game(self.size, komi=self.komi, rules=self.rules, max_moves=cap)
+
+    def request(self, command: str, *, timeout: float | None = None) -> tuple[bool, str]:
+        del timeout
+        name, *args = command.split()
+        if name in ("name", "version", "protocol_version"):
+            return True, {"name": self.agent.name, "version": "", "protocol_version": "2"}[name]
+        if name == "list_commands":
+            return True, "\n".join(_GTP_COMMANDS)
+        if name == "quit":
+            self.alive = False
+            return True, ""
+        if name == "boardsize":
+            self.size = int(args[0])
+            self._new()
+            return True, ""
+        if name == "clear_board":
+            self.game += 1
+            self._new()
+            return True, ""
+        if name == "komi":
+            self.komi = float(args[0])
+            self._new()  # the match sets komi before the first move
+            return True, ""
+        if name == "play":
+            action = gojax.gtp_to_action(args[1], self.size)
+            self.state = _jitted(gojax.play)(self.state, action)
+            return True, ""
+        if name == "genmove":
+            return True, self._genmove()
+        return False, "unknown command"
+
+    def _genmove(self) -> str:
+        t = int(self.state.move_number)
+        key = jax.random.fold_in(jax.random.fold_in(self.key_games, self.game), t)
+        batch = jax.tree.map(lambda x: x[None], self.state)
+        actions, values = self._act(self.agent.params, batch, key[None])
+        action = int(actions[0])
+        if (
+            self.threshold is not None
+            and self.agent.has_value
+            and float(values[0]) < -self.threshold
+        ):
+            return "resign"
+        self.state = _jitted(gojax.play)(self.state, action)
+        return gojax.action_to_gtp(action, self.size)
+
+    def send(self, command: str, *, timeout: float | None = None) -> str:
+        ok, text = self.request(command, timeout=timeout)
+        if not ok:
+            raise GTPCommandError(self.label, command, text)
+        return text
+
+    def known_commands(self) -> set[str]:
+        return set(_GTP_COMMANDS)
+
+    def knows(self, command: str) -> bool:
+        return command in _GTP_COMMANDS
+
+    def close(self, timeout: float = 5.0) -> int:
+        del timeout
+        self.alive = False
+        return 0
+
+
+_GTP_COMMANDS = (
+    "protocol_version",
+    "name",
+    "version",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "komi",
+    "play",
+    "genmove",
+)
+
+
+def _command_of(agent: Agent | GTPAgent) -> str | tuple[str, ...]:
+    return agent.command if isinstance(agent, GTPAgent) else ("in-process", agent.name)
+
+
+def result_from_match(match: MatchResult) -> ArenaResult:
+    """An :class:`ArenaResult` (A's view) of the games of a GTP match, by game index."""
+    games = sorted(match.games, key=lambda g: g.game)
+    outcome = [0 if g.winner is None else (1 if g.winner == "A" else -1) for g in games]
+    resigned = [0 if g.reason != "resign" else (1 if g.loser == g.black else -1) for g in games]
+    return ArenaResult(
+        outcome=np.asarray(outcome, np.int8),
+        a_black=np.asarray([g.black == "A" for g in games], bool),
+        score=np.asarray([g.margin for g in games], np.float32),
+        length=np.asarray([g.moves for g in games], np.int32),
+        finished=np.ones(len(games), bool),
+        resigned=np.asarray(resigned, np.int8),
+    )
+
+
+def play_games(
+    agent_a: Agent | GTPAgent,
+    agent_b: Agent | GTPAgent,
+    key: jax.Array,
+    *,
+    size: int,
+    num_games: int,
+    komi: float = 7.0,
+    rules: str = "tromp-taylor",
+    max_moves: int | None = None,
+    opening_moves: int = 0,
+    resign_threshold: float | None = None,
+    batch_size: int | None = None,
+    mesh: Mesh | None = None,
+    sgf_dir: str | os.PathLike | None = None,
+    move_timeout: float = 60.0,
+    force_gtp: bool = False,
+) -> ArenaResult:
+    """Games between any two agents: batched when both are :class:`Agent` s, else over GTP.
+
+    The GTP path is ``eval.match.run_match`` (legality checks, forfeits,
+    timeouts, SGF), with each JAX agent answering as an in-process engine on
+    batches of one; ``sgf_dir`` then also receives ``results.jsonl`` and the
+    engines' logs (a temporary folder when None). Random openings need two
+    JAX agents. ``force_gtp`` sends two JAX agents through the GTP path too
+    (they then play the same games as the batched path, slower).
+    """
+    batched = isinstance(agent_a, Agent) and isinstance(agent_b, Agent) and not force_gtp
+    if batched:
+        return play_arena(
+            agent_a,
+            agent_b,
+            key,
+            size=size,
+            num_games=num_games,
+            komi=komi,
+            rules=rules,
+            max_moves=max_moves,
+            opening_moves=opening_moves,
+            resign_threshold=resign_threshold,
+            batch_size=batch_size,
+            mesh=mesh,
+            sgf_dir=sgf_dir,
+        )
+    if opening_moves:
+        raise ValueError("random openings need two JAX agents (not a GTP engine)")
+    for agent in (agent_a, agent_b):
+        if not isinstance(agent, Agent | GTPAgent):
+            raise ValueError(f"not an agent: {agent!r}")
+    engines = {}
+    for seat, agent in (("A", agent_a), ("B", agent_b)):
+        if isinstance(agent, Agent):
+            engines[seat] = functools.partial(
+                _AgentEngine,
+                agent,
+                key,
+                rules=rules,
+                max_moves=max_moves,
+                threshold=resign_threshold,
+                first_game=0,
+            )
+    with tempfile.TemporaryDirectory(prefix="gojax-arena-") as scratch:
+        out = Path(sgf_dir) if sgf_dir is not None else Path(scratch)
+        config = MatchConfig(
+            engine_a=_command_of(agent_a),
+            engine_b=_command_of(agent_b),
+            out=out,
+            games=num_games,
+            size=size,
+            komi=komi,
+            rules=rules,
+            name_a=agent_a.name,
+            name_b=agent_b.name,
+            max_moves=max_moves,
+            move_timeout=move_timeout,
+        )
+        match = run_match(config, engines=engines)
+    return result_from_match(match)
+
+
+def elo_difference(win_rate: float) -> float:
+    """Elo difference implied by a win rate (``400 log10(p / (1 - p))``; ±inf at 0 and 1).
+
+    >>> round(elo_difference(0.75), 1)
+    190.8
+    """
+    if win_rate <= 0.0:
+        return -math.inf
+    if win_rate >= 1.0:
+        return math.inf
+    return 400.0 * math.log10(win_rate / (1.0 - win_rate))

@@ -1,0 +1,668 @@
+"""Evaluation sweeps: a grid of checkpoints x search settings x opponents, as batched games.
+
+``gojax sweep --config configs/sweep_go9_tiny.py --workdir DIR`` plays every
+cell of the grid
+
+    checkpoints.steps x search.kinds x search.simulations x search.c_puct x opponents
+
+(a cell: one checkpoint of a training run, searched one way, against one
+opponent, ``games.num_games`` games with colours alternating) and writes
+
+* ``DIR/sweep.json``: the settings every cell shares; a restart must match them;
+* ``DIR/cells/<cell-id>.json``: one file per finished cell, written atomically:
+  a restart skips these, so an interrupted sweep resumes where it stopped;
+* ``DIR/results.csv`` and ``DIR/results.json``: every finished cell of the
+  grid, plus (JSON) the Bradley-Terry ratings of the pool;
+* ``DIR/ratings.txt``, ``DIR/ratings.png``, ``DIR/win_rate_vs_simulations.png``
+  and, with several checkpoints, ``DIR/elo_vs_step.png``;
+* ``DIR/sgf/<cell-id>/`` with ``games.sgf = True``.
+
+Opponents: ``random``, ``capture``, ``uct:<simulations>``, ``checkpoint:<step>``
+(another checkpoint of the run, ``latest`` for the newest, searched like the
+cell's agent) and ``gnugo:<level>`` (GnuGo over GTP, move by move). Games of
+JAX agents are split across all devices (``games.num_devices``, 0: all) with
+a ``jax.sharding.Mesh`` over the game batch. Each cell's games are fixed by
+``seed`` and the cell id, whatever the batch size, device count or order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import io
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import ml_collections
+
+__all__ = ["Cell", "cells_of", "default_config", "register", "run_sweep"]
+
+CELLS_DIR = "cells"
+MANIFEST = "sweep.json"
+CSV_FIELDS = (
+    "cell",
+    "step",
+    "kind",
+    "simulations",
+    "c_puct",
+    "agent",
+    "opponent",
+    "opponent_name",
+    "games",
+    "wins",
+    "draws",
+    "losses",
+    "win_rate",
+    "ci95_lo",
+    "ci95_hi",
+    "win_rate_as_black",
+    "win_rate_as_white",
+    "mean_length",
+    "resignations",
+    "seconds",
+    "games_per_second",
+)
+OPPONENT_FORMS = "random, capture, uct:<simulations>, checkpoint:<step|latest>, gnugo:<level>"
+
+
+def default_config() -> ml_collections.ConfigDict:
+    """Every key a sweep config has, with defaults; ``configs/sweep_*.py`` start from this.
+
+    ``board`` keys left None take the training run's value. ``games.batch_size``
+    0 plays a cell's games in one batch; ``resign_threshold`` 0 disables
+    resignation; ``checkpoints.steps`` empty means every checkpoint of the run
+    (-1: the newest).
+    """
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+    c.checkpoints = ml_collections.ConfigDict(dict(workdir="", steps=()))
+    c.search = ml_collections.ConfigDict(
+        # moves: SearchConfig.moves of the net's and UCT's searches; None = the run's own.
+        dict(kinds=("puct",), simulations=(8, 16), c_puct=(1.25,), moves=None)
+    )
+    c.opponents = ("random", "uct:16")
+    c.board = ml_collections.ConfigDict(dict(komi=None, rules=None, max_moves=None))
+    c.games = ml_collections.ConfigDict(
+        dict(
+            num_games=32,
+            batch_size=0,
+            opening_moves=0,
+            resign_threshold=0.0,
+            sgf=False,
+            num_devices=0,
+            move_timeout=60.0,
+        )
+    )
+    c.ratings = ml_collections.ConfigDict(dict(anchor="random", anchor_elo=0.0))
+    c.plots = True
+    return c
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One point of the grid."""
+
+    step: int
+    kind: str
+    simulations: int
+    c_puct: float
+    opponent: str
+
+    @property
+    def id(self) -> str:
+        """File-name-safe and unique: ``step00000100_puct_s16_c1.25_vs_uct-16``."""
+        opponent = re.sub(r"[^A-Za-z0-9.]+", "-", self.opponent)
+        return f"step{self.step:08d}_{self.kind}_s{self.simulations}_c{self.c_puct:g}_vs_{opponent}"
+
+    @property
+    def agent(self) -> str:
+        """The rated name of this cell's searching checkpoint."""
+        return agent_name(self.step, self.kind, self.simulations, self.c_puct)
+
+
+def agent_name(step: int, kind: str, simulations: int, c_puct: float) -> str:
+    return f"step{step}/{kind}{simulations}/c{c_puct:g}"
+
+
+# ----------------------------------------------------------------------------
+# Config checks.
+
+
+def _flat_keys(config: ml_collections.ConfigDict, prefix: str = "") -> set[str]:
+    keys = set()
+    for k in config.keys():
+        value = config[k]
+        if isinstance(value, ml_collections.ConfigDict):
+            keys |= _flat_keys(value, f"{prefix}{k}.")
+        else:
+            keys.add(f"{prefix}{k}")
+    return keys
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Raise ValueError naming unknown keys or bad values (before anything runs)."""
+    unknown = sorted(_flat_keys(config) - _flat_keys(default_config()))
+    if unknown:
+        raise ValueError(f"unknown sweep config keys {unknown}")
+    if not config.checkpoints.workdir:
+        raise ValueError("checkpoints.workdir is not set (a training run's workdir)")
+    if config.games.num_games < 1:
+        raise ValueError(f"games.num_games must be positive, got {config.games.num_games}")
+    if not 0.0 <= config.games.resign_threshold <= 1.0:
+        raise ValueError("games.resign_threshold must be in [0, 1] (0: never resign)")
+    for name in ("kinds", "simulations", "c_puct"):
+        if not config.search[name]:
+            raise ValueError(f"search.{name} is empty")
+    from gojax.search import MOVE_SETS
+
+    if config.search.moves is not None and config.search.moves not in MOVE_SETS:
+        raise ValueError(f"search.moves must be one of {tuple(MOVE_SETS)} or None")
+    if not config.opponents:
+        raise ValueError("opponents is empty")
+    kinds = {_parse_opponent(opponent)[0] for opponent in config.opponents}
+    if "gnugo" in kinds and config.games.opening_moves:
+        raise ValueError("games.opening_moves must be 0 with a gnugo opponent (GTP games)")
+
+
+def _parse_opponent(text: str) -> tuple[str, str | None]:
+    """``"uct:16"`` → ``("uct", "16")``; raises ValueError listing the known forms."""
+    kind, _, arg = str(text).partition(":")
+    ok = {
+        "random": not arg,
+        "capture": not arg,
+        "uct": arg.isdigit() and int(arg) > 0,
+        "checkpoint": arg == "latest" or arg.lstrip("-").isdigit(),
+        "gnugo": arg.isdigit() and 0 <= int(arg) <= 10,
+    }
+    if not ok.get(kind, False):
+        raise ValueError(f"unknown opponent {text!r}; known forms: {OPPONENT_FORMS}")
+    return kind, arg or None
+
+
+# ----------------------------------------------------------------------------
+# The grid.
+
+
+def _resolve_step(step: int, available: list[int], workdir: str) -> int:
+    if step == -1:
+        return available[-1]
+    if step not in available:
+        raise ValueError(f"{workdir}: no checkpoint at step {step}; there are {available}")
+    return step
+
+
+def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Cell]:
+    """Every cell of the grid, in order (steps, kinds, simulations, c_puct, opponents)."""
+    workdir = config.checkpoints.workdir
+    if not available:
+        raise ValueError(f"{workdir}: no checkpoints (expected {workdir}/checkpoints/<step>/)")
+    steps = config.checkpoints.steps or available
+    steps = sorted({_resolve_step(int(s), available, workdir) for s in steps})
+    opponents = []
+    for text in config.opponents:
+        kind, arg = _parse_opponent(text)
+        if kind == "checkpoint":
+            step = available[-1] if arg == "latest" else int(arg)
+            text = f"checkpoint:{_resolve_step(step, available, workdir)}"
+        opponents.append(text)
+    grid = itertools.product(
+        steps,
+        config.search.kinds,
+        config.search.simulations,
+        config.search.c_puct,
+        dict.fromkeys(opponents),
+    )
+    return [Cell(int(s), str(k), int(n), float(c), o) for s, k, n, c, o in grid]
+
+
+def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -> dict[str, Any]:
+    """What every cell's games depend on besides the cell itself (``sweep.json``)."""
+    g = config.games
+    return {
+        "run": os.path.abspath(config.checkpoints.workdir),
+        "seed": int(config.seed),
+        "board": board,
+        "num_games": int(g.num_games),
+        "opening_moves": int(g.opening_moves),
+        "resign_threshold": float(g.resign_threshold),
+    }
+
+
+def _board(config: ml_collections.ConfigDict, run_config: dict[str, Any]) -> dict[str, Any]:
+    run = run_config["board"]
+    b = config.board
+    max_moves = b.max_moves if b.max_moves is not None else (run.get("max_moves") or None)
+    return {
+        "size": int(run["size"]),
+        "komi": float(b.komi if b.komi is not None else run["komi"]),
+        "rules": str(b.rules if b.rules is not None else run["rules"]),
+        "max_moves": None if not max_moves else int(max_moves),
+    }
+
+
+# ----------------------------------------------------------------------------
+# Files.
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
+    path = workdir / MANIFEST
+    if path.exists():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as err:
+            raise ValueError(f"{path}: unreadable ({err})") from None
+        differ = [k for k in settings if stored.get(k) != settings[k]]
+        if differ:
+            detail = "; ".join(f"{k}: {stored.get(k)!r} there, {settings[k]!r} now" for k in differ)
+            raise ValueError(f"{workdir} holds a sweep with other settings ({detail})")
+    else:
+        _write_atomic(path, json.dumps(settings, indent=2) + "\n")
+
+
+def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
+    """The finished cell's row, or None if it has not been played (or its file is damaged)."""
+    path = workdir / CELLS_DIR / f"{cell.id}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------
+# Agents.
+
+
+class _Agents:
+    """Builds the cells' agents from one training run; restored checkpoints are cached."""
+
+    def __init__(self, workdir: str, first_step: int, moves: str | None = None) -> None:
+        from train.model import ModelSpec
+
+        self.workdir = workdir
+        self.run = functools.lru_cache(maxsize=4)(self._restore)
+        self.run_config = self.run(first_step).config  # the run's config, as saved
+        model = self.run_config["model"]
+        self.spec = ModelSpec(model["preset"], dtype=model["dtype"])
+        run_moves = self.run_config.get("selfplay", {}).get("moves", "legal")
+        self.moves = moves or run_moves
+
+    def _restore(self, step: int):
+        from train.checkpoint import restore_variables
+
+        return restore_variables(self.workdir, step)
+
+    def searcher(self, step: int, kind: str, simulations: int, c_puct: float):
+        from eval.arena import search_agent
+        from gojax.search import SearchConfig
+
+        search = SearchConfig(
+            kind=kind,
+            num_simulations=simulations,
+            pb_c_init=c_puct,
+            dirichlet_fraction=0.0,
+            temperature_moves=0,
+            moves=self.moves,
+        )
+        name = agent_name(step, kind, simulations, c_puct)
+        return search_agent(self.spec, self.run(step).variables, search, name=name)
+
+    def opponent(self, cell: Cell):
+        from eval import arena
+
+        kind, arg = _parse_opponent(cell.opponent)
+        if kind == "random":
+            return arena.random_agent()
+        if kind == "capture":
+            return arena.capture_agent()
+        if kind == "uct":
+            return arena.uct_agent(int(arg), moves=self.moves)
+        if kind == "gnugo":
+            return arena.gnugo_agent(int(arg))
+        return self.searcher(int(arg), cell.kind, cell.simulations, cell.c_puct)
+
+
+def _cell_key(seed: int, cell: Cell):
+    import jax
+
+    return jax.random.fold_in(jax.random.PRNGKey(seed), zlib.crc32(cell.id.encode()) & 0x7FFFFFFF)
+
+
+def _make_mesh(num_devices: int):
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from eval.arena import GAMES_AXIS
+
+    devices = jax.devices()
+    n = num_devices or len(devices)
+    if n > len(devices):
+        raise ValueError(f"games.num_devices={n} but only {len(devices)} devices exist")
+    return Mesh(np.asarray(devices[:n]), (GAMES_AXIS,)) if n > 1 else None
+
+
+def _play_cell(
+    cell: Cell, agents: _Agents, config, board: dict[str, Any], mesh, workdir: Path
+) -> dict[str, Any]:
+    from eval.arena import play_games
+
+    g = config.games
+    agent = agents.searcher(cell.step, cell.kind, cell.simulations, cell.c_puct)
+    opponent = agents.opponent(cell)
+    start = time.perf_counter()
+    result = play_games(
+        agent,
+        opponent,
+        _cell_key(config.seed, cell),
+        size=board["size"],
+        komi=board["komi"],
+        rules=board["rules"],
+        max_moves=board["max_moves"],
+        num_games=g.num_games,
+        opening_moves=g.opening_moves,
+        resign_threshold=g.resign_threshold or None,
+        batch_size=g.batch_size or None,
+        mesh=mesh,
+        sgf_dir=workdir / "sgf" / cell.id if g.sgf else None,
+        move_timeout=g.move_timeout,
+    )
+    seconds = time.perf_counter() - start
+    s = result.summary()
+    lo, hi = s["ci95"]
+    return {
+        "cell": cell.id,
+        **dataclasses.asdict(cell),
+        "agent": agent.name,
+        "opponent_name": opponent.name,
+        "games": s["games"],
+        "wins": s["wins"],
+        "draws": s["draws"],
+        "losses": s["losses"],
+        "win_rate": s["win_rate"],
+        "ci95_lo": lo,
+        "ci95_hi": hi,
+        "win_rate_as_black": s["win_rate_as_black"],
+        "win_rate_as_white": s["win_rate_as_white"],
+        "mean_length": s["mean_length"],
+        "resignations": s["resignations"],
+        "seconds": seconds,
+        "games_per_second": s["games"] / max(seconds, 1e-9),
+    }
+
+
+# ----------------------------------------------------------------------------
+# The sweep.
+
+
+def run_sweep(
+    config: ml_collections.ConfigDict,
+    workdir: str | os.PathLike,
+    *,
+    max_cells: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Play the cells of ``config``'s grid not yet in ``workdir``, then write the summaries.
+
+    ``max_cells`` stops after playing that many new cells (the summaries then
+    cover the cells finished so far). Returns ``{"cells": rows of every
+    finished cell in grid order, "played": new cells this call,
+    "total": cells in the grid, "ratings": {name: Rating} or None}``.
+    Raises ValueError for a bad config, missing checkpoints or a workdir
+    holding a sweep with other settings.
+    """
+    from train.checkpoint import checkpoint_steps
+
+    check_config(config)
+    workdir = Path(workdir)
+    run = config.checkpoints.workdir
+    grid = cells_of(config, checkpoint_steps(run))
+    agents = _Agents(run, grid[0].step, config.search.moves)
+    board = _board(config, agents.run_config)
+    workdir.mkdir(parents=True, exist_ok=True)
+    _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
+    todo = [cell for cell in grid if read_cell(workdir, cell) is None]
+    done = len(grid) - len(todo)
+    if max_cells is not None:
+        todo = todo[: int(max_cells)]
+    mesh = _make_mesh(config.games.num_devices)
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(grid), initial=done, unit="cell", dynamic_ncols=True)
+    try:
+        for cell in todo:
+            if bar is not None:
+                bar.set_postfix_str(cell.id, refresh=True)
+            row = _play_cell(cell, agents, config, board, mesh, workdir)
+            _write_atomic(workdir / CELLS_DIR / f"{cell.id}.json", json.dumps(row, indent=2) + "\n")
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = [row for row in (read_cell(workdir, cell) for cell in grid) if row is not None]
+    ratings = _ratings(rows, config)
+    write_summaries(workdir, rows, ratings, plots=config.plots)
+    return {"cells": rows, "played": len(todo), "total": len(grid), "ratings": ratings}
+
+
+def _ratings(rows: list[dict[str, Any]], config) -> dict | None:
+    """Bradley-Terry ratings of every agent and opponent in ``rows``, or None if not rateable."""
+    from eval.ratings import PairCounts, fit_ratings
+
+    # A checkpoint against itself with the same search says nothing about ratings.
+    rated = [r for r in rows if r["agent"] != r["opponent_name"]]
+    if not rated:
+        return None
+    counts = [
+        PairCounts(r["agent"], r["opponent_name"], r["wins"], r["draws"], r["losses"])
+        for r in rated
+    ]
+    names = {r["agent"] for r in rated} | {r["opponent_name"] for r in rated}
+    anchor = config.ratings.anchor
+    anchor = anchor if anchor in names else rated[0]["opponent_name"]
+    try:
+        return fit_ratings(counts, anchor=anchor, anchor_elo=config.ratings.anchor_elo)
+    except ValueError:
+        return None  # e.g. disjoint pools: the cells still stand on their own
+
+
+def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots: bool) -> None:
+    """``results.csv``, ``results.json``, ``ratings.txt`` and the plots (all atomic)."""
+    from eval.ratings import plot_ratings, ratings_table
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row[k] for k in CSV_FIELDS})
+    _write_atomic(workdir / "results.csv", buffer.getvalue())
+    payload = {
+        "cells": rows,
+        "ratings": None
+        if ratings is None
+        else {k: dataclasses.asdict(v) for k, v in ratings.items()},
+    }
+    _write_atomic(workdir / "results.json", json.dumps(payload, indent=2) + "\n")
+    if ratings is not None:
+        _write_atomic(workdir / "ratings.txt", ratings_table(ratings) + "\n")
+    if not plots or not rows:
+        return
+    _plot_win_rates(rows, workdir / "win_rate_vs_simulations.png")
+    if ratings is not None:
+        plot_ratings(ratings, workdir / "ratings.png", title="Sweep ratings (95% intervals)")
+        if len({r["step"] for r in rows}) > 1:
+            _plot_elo_vs_step(rows, ratings, workdir / "elo_vs_step.png")
+
+
+def _plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eval.ratings import save_figure
+
+    opponents = list(dict.fromkeys(r["opponent"] for r in rows))
+    fig, axes = plt.subplots(
+        1, len(opponents), figsize=(4.5 * len(opponents), 3.8), squeeze=False, sharey=True
+    )
+    for ax, opponent in zip(axes[0], opponents, strict=True):
+        series: dict[tuple, list[dict]] = {}
+        for r in rows:
+            if r["opponent"] == opponent:
+                series.setdefault((r["step"], r["kind"], r["c_puct"]), []).append(r)
+        for (step, kind, c_puct), points in series.items():
+            points.sort(key=lambda r: r["simulations"])
+            x = [r["simulations"] for r in points]
+            y = [r["win_rate"] for r in points]
+            err = [
+                [r["win_rate"] - r["ci95_lo"] for r in points],
+                [r["ci95_hi"] - r["win_rate"] for r in points],
+            ]
+            ax.errorbar(
+                x, y, yerr=err, marker="o", capsize=3, label=f"step {step}, {kind}, c {c_puct:g}"
+            )
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ticks = sorted({r["simulations"] for r in rows})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_ylim(0, 1)
+        ax.set_title(f"vs {opponent}")
+        ax.set_xlabel("simulations")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    axes[0][0].set_ylabel("win rate (95% interval)")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eval.ratings import save_figure
+
+    series: dict[tuple, dict[int, Any]] = {}
+    for r in rows:
+        rating = ratings.get(r["agent"])
+        if rating is not None:
+            series.setdefault((r["kind"], r["simulations"], r["c_puct"]), {})[r["step"]] = rating
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (kind, sims, c_puct), by_step in series.items():
+        steps = sorted(by_step)
+        elo = [by_step[s].elo for s in steps]
+        err = [
+            [by_step[s].elo - by_step[s].lo for s in steps],
+            [by_step[s].hi - by_step[s].elo for s in steps],
+        ]
+        ax.errorbar(
+            steps, elo, yerr=err, marker="o", capsize=3, label=f"{kind} {sims} sims, c {c_puct:g}"
+        )
+    ax.set_xlabel("training step")
+    ax.set_ylabel("Elo (95% interval)")
+    ax.set_title("Strength over training")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def format_results(rows: list[dict[str, Any]]) -> str:
+    """The cells as a table: agent, opponent, games, win rate and its 95% interval."""
+    width = max([5] + [len(r["agent"]) for r in rows])
+    owidth = max([8] + [len(r["opponent_name"]) for r in rows])
+    lines = [f"{'agent':<{width}}  {'opponent':<{owidth}}  {'games':>5}  {'win rate':>8}  95% CI"]
+    for r in rows:
+        lines.append(
+            f"{r['agent']:<{width}}  {r['opponent_name']:<{owidth}}  {r['games']:>5}  "
+            f"{r['win_rate']:>8.3f}  [{r['ci95_lo']:.3f}, {r['ci95_hi']:.3f}]"
+        )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------
+# gojax sweep
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from eval.ratings import ratings_table
+    from train.loop import apply_overrides, load_config
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    summary = run_sweep(config, args.workdir, max_cells=args.max_cells, progress=not args.quiet)
+    print(format_results(summary["cells"]))
+    if summary["ratings"] is not None:
+        print()
+        print(ratings_table(summary["ratings"]))
+    left = summary["total"] - len(summary["cells"])
+    state = "complete" if not left else f"{left} cells left (run again to continue)"
+    print(
+        f"\n{summary['played']} cells played, {len(summary['cells'])}/{summary['total']} "
+        f"finished: {state}; results in {args.workdir}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gojax sweep`` to the subcommands of the ``gojax`` parser."""
+    from train.cli import _TrainParser
+
+    parser_class = commands._parser_class
+    commands._parser_class = _TrainParser  # keeps --config.KEY=VALUE overrides
+    try:
+        parser = commands.add_parser(
+            "sweep",
+            help="evaluate checkpoints over a grid of search settings and opponents (resumable)",
+            description="Plays every cell of a sweep config's grid as batched games; "
+            "overrides: --config.KEY=VALUE, e.g. --config.games.num_games=64.",
+        )
+    finally:
+        commands._parser_class = parser_class
+    parser.add_argument("--config", required=True, help="a Python sweep config with get_config()")
+    parser.add_argument("--workdir", required=True, help="cells, results, plots (resumable)")
+    parser.add_argument(
+        "--max-cells", type=_positive, default=None, help="stop after this many new cells"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(run=cmd_sweep, overrides=[])
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value

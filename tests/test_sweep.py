@@ -1,0 +1,198 @@
+"""`gojax sweep`: the grid, resuming an interrupted sweep, the result files, config errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from eval.sweep import Cell, cells_of, check_config, default_config, run_sweep
+from gojax.cli import main
+from train.checkpoint import Checkpointer, checkpoint_steps, restore_variables
+from train.learner import create_train_state
+from train.loop import config_to_json, learner_config
+from train.loop import default_config as run_default_config
+from train.model import ModelSpec
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "configs" / "sweep_go9_tiny.py"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A training workdir with two checkpoints (steps 1 and 2) of a 5x5 ``agz_tiny`` net."""
+    run = tmp_path_factory.mktemp("run")
+    config = run_default_config()
+    config.board.size = 5
+    config.board.komi = 0.5
+    config.model.preset = "agz_tiny"
+    spec = ModelSpec("agz_tiny")
+    ckpt = Checkpointer(run / "checkpoints", save_every=1)
+    for step in (1, 2):
+        state = create_train_state(spec, learner_config(config), jax.random.PRNGKey(step), 5)
+        state = state.replace(step=jnp.asarray(step, jnp.int32))
+        ckpt.save(step, state, config=config_to_json(config), force=True)
+    ckpt.close()
+    return run
+
+
+def test_restore_variables_reads_each_step(run_dir):
+    assert checkpoint_steps(run_dir) == [1, 2]
+    one, two = restore_variables(run_dir, 1), restore_variables(run_dir)
+    assert (one.step, two.step) == (1, 2) and one.config["board"]["size"] == 5
+    kernel = one.variables["params"]["conv"]["kernel"]
+    assert kernel.shape == two.variables["params"]["conv"]["kernel"].shape
+    assert not (kernel == two.variables["params"]["conv"]["kernel"]).all()
+    with pytest.raises(ValueError, match="no checkpoint at step 3"):
+        restore_variables(run_dir, 3)
+    with pytest.raises(ValueError, match="no checkpoints"):
+        restore_variables(run_dir / "missing")
+
+
+def test_grid_order_and_steps():
+    c = default_config()
+    c.checkpoints.workdir = "run"
+    c.checkpoints.steps = (-1, 10)
+    c.search.simulations = (8, 16)
+    c.opponents = ("random", "checkpoint:latest")
+    cells = cells_of(c, [10, 20])
+    assert [(x.step, x.simulations, x.opponent) for x in cells] == [
+        (10, 8, "random"),
+        (10, 8, "checkpoint:20"),
+        (10, 16, "random"),
+        (10, 16, "checkpoint:20"),
+        (20, 8, "random"),
+        (20, 8, "checkpoint:20"),
+        (20, 16, "random"),
+        (20, 16, "checkpoint:20"),
+    ]
+    assert cells[1].id == "step00000010_puct_s8_c1.25_vs_checkpoint-20"
+    assert cells[0].agent == "step10/puct8/c1.25"
+    assert len({x.id for x in cells}) == len(cells)
+    c.checkpoints.steps = (30,)
+    with pytest.raises(ValueError, match="no checkpoint at step 30"):
+        cells_of(c, [10, 20])
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("opponents", ("random", "alphago"), "unknown opponent 'alphago'"),
+        ("opponents", ("uct:0",), "unknown opponent"),
+        ("opponents", ("gnugo:12",), "unknown opponent"),
+        ("games.num_games", 0, "num_games must be positive"),
+        ("opponents", ("random", "gnugo:3"), "opening_moves must be 0 with a gnugo"),
+        ("search.simulations", (), "search.simulations is empty"),
+    ],
+)
+def test_bad_configs_are_clear_errors(key, value, message):
+    c = default_config()
+    c.checkpoints.workdir = "run"
+    node, leaf = (c, key) if "." not in key else (c[key.split(".")[0]], key.split(".")[1])
+    node[leaf] = value
+    c.games.opening_moves = 2
+    with pytest.raises(ValueError, match=message):
+        check_config(c)
+
+
+def test_unknown_keys_are_rejected(tmp_path, capsys):
+    c = default_config()
+    c.checkpoints.workdir = "run"
+    c.search.simulation = (8,)  # a typo in a config file
+    with pytest.raises(ValueError, match=r"unknown sweep config keys \['search.simulation'\]"):
+        check_config(c)
+    code = main(["sweep", "--config", str(CONFIG), "--workdir", str(tmp_path), "--config.gmaes=3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown config key 'gmaes'" in err and "Traceback" not in err
+    code = main(["sweep", "--config", str(CONFIG), "--workdir", str(tmp_path)])
+    assert code == 2 and "runs/go9_tiny: no checkpoints" in capsys.readouterr().err
+
+
+def _overrides(run_dir: Path, opponents: str = "('random',)") -> list[str]:
+    return [
+        f"--config.checkpoints.workdir={run_dir}",
+        "--config.checkpoints.steps=(1, 2)",
+        "--config.search.simulations=(2,)",
+        f"--config.opponents={opponents}",
+        "--config.games.num_games=4",
+        "--config.games.opening_moves=1",
+        "--config.board.max_moves=12",
+    ]
+
+
+def _config(run_dir: Path, opponents: str = "('random',)"):
+    from train.loop import apply_overrides, load_config
+
+    config = load_config(CONFIG)
+    apply_overrides(config, _overrides(run_dir, opponents))
+    return config
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_interrupted_sweep_resumes_without_redoing_cells(run_dir, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    args = ["sweep", "--config", str(CONFIG), "--workdir", str(out), "--quiet"]
+    assert main(args + _overrides(run_dir) + ["--max-cells", "1"]) == 0
+    first = sorted((out / "cells").iterdir())
+    assert [p.name for p in first] == ["step00000001_puct_s2_c1.25_vs_random.json"]
+    stamp, text = first[0].stat().st_mtime_ns, first[0].read_text()
+    assert "1 cells left" in capsys.readouterr().err
+    assert len(_csv(out / "results.csv")) == 1  # summaries cover what is finished
+
+    config = _config(run_dir)
+    summary = run_sweep(config, out, progress=False)
+    assert summary["played"] == 1 and summary["total"] == 2
+    assert first[0].stat().st_mtime_ns == stamp and first[0].read_text() == text
+    again = run_sweep(config, out, progress=False)
+    assert again["played"] == 0 and len(again["cells"]) == 2
+
+    rows = _csv(out / "results.csv")
+    assert [r["cell"] for r in rows] == [
+        "step00000001_puct_s2_c1.25_vs_random",
+        "step00000002_puct_s2_c1.25_vs_random",
+    ]
+    assert [r["agent"] for r in rows] == ["step1/puct2/c1.25", "step2/puct2/c1.25"]
+    for r in rows:
+        assert r["opponent"] == r["opponent_name"] == "random"
+        assert int(r["games"]) == 4
+        assert int(r["wins"]) + int(r["draws"]) + int(r["losses"]) == 4
+        assert float(r["ci95_lo"]) <= float(r["win_rate"]) <= float(r["ci95_hi"])
+
+    results = json.loads((out / "results.json").read_text())
+    assert [c["cell"] for c in results["cells"]] == [r["cell"] for r in rows]
+    assert set(results["ratings"]) == {"random", "step1/puct2/c1.25", "step2/puct2/c1.25"}
+    assert results["ratings"]["random"]["elo"] == 0.0
+    for name in ("win_rate_vs_simulations.png", "elo_vs_step.png", "ratings.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG", name
+    assert "random" in (out / "ratings.txt").read_text()
+
+    # The same workdir with other shared settings is refused, not silently mixed.
+    config.games.num_games = 6
+    with pytest.raises(ValueError, match="holds a sweep with other settings"):
+        run_sweep(config, out, progress=False)
+
+
+@pytest.mark.slow
+def test_checkpoint_opponents(run_dir, tmp_path):
+    config = _config(run_dir, "('checkpoint:1',)")
+    summary = run_sweep(config, tmp_path, progress=False)
+    rows = _csv(tmp_path / "results.csv")
+    assert [r["opponent"] for r in rows] == ["checkpoint:1", "checkpoint:1"]
+    assert [r["opponent_name"] for r in rows] == ["step1/puct2/c1.25"] * 2
+    # Step 1 against itself rates nothing; step 2 against step 1 does.
+    assert set(summary["ratings"]) == {"step1/puct2/c1.25", "step2/puct2/c1.25"}
+    assert rows[0]["agent"] == rows[0]["opponent_name"]
+    assert set(summary["ratings"]["step1/puct2/c1.25"].__dict__) == {"elo", "lo", "hi", "games"}
+
+
+def test_cell_ids_are_stable():
+    cell = Cell(step=1200, kind="gumbel", simulations=32, c_puct=1.5, opponent="gnugo:10")
+    assert cell.id == "step00001200_gumbel_s32_c1.5_vs_gnugo-10"
