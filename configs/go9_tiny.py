@@ -48,9 +48,10 @@ def get_config():
     c.train.total_steps = 2_000
     c.train.updates_per_iteration = 16
     c.train.max_minutes = 10.0
-    c.train.checkpoint_every = 100
+    c.train.checkpoint_every = 200
+    c.train.keep_checkpoints = 8  # for an Elo table over the run (configs/sweep_go9_tiny.py)
     c.train.plot_every = 2
 
-    c.eval.num_games = 32
+    c.eval.num_games = 64
     c.eval.num_simulations = 16
     return c

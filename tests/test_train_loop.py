@@ -57,7 +57,9 @@ def test_one_iteration_end_to_end(tmp_path):
     assert len(summary["losses"]) == 3 and np.all(np.isfinite(summary["losses"]))
 
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert len(records) == 1
+    assert len(records) == 2  # the iteration, then the final evaluation
+    assert records[1]["step"] == 3
+    assert set(records[1]) == {"step", "eval.random.win_rate", "eval.uct4.win_rate"}
     for key in (
         "learner.policy_loss",
         "learner.value_loss",
@@ -107,6 +109,28 @@ def test_resume_equals_uninterrupted_run(tmp_path):
     config.model.preset = "tiny"
     with pytest.raises(ValueError, match=r"board\.komi: 0\.5 -> 1\.5, model\.preset"):
         train(config, tmp_path / "resumed")
+
+
+def test_gating_records_its_games_and_resumes_exactly(tmp_path):
+    config = tiny_config()
+    config.eval.num_games = 0
+    config.gating.every_iterations = 1
+    config.gating.num_games = 4
+    config.gating.num_simulations = 2
+    # Stop at 6, the end of iteration 2: the checkpoint must hold that gate's decision.
+    config.train.total_steps = 6
+    first = train(config, tmp_path / "resumed")
+    config.train.total_steps = 7
+    second = train(config, tmp_path / "resumed")
+    straight = train(config, tmp_path / "straight")
+    # The best network (and so self-play) is restored with the checkpoint.
+    assert first["losses"] + second["losses"] == straight["losses"]
+    records = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").open()]
+    gated = [r for r in records if "gating.win_rate" in r]
+    assert len(gated) == 2  # after iterations 1 and 2, whose 3 updates were done
+    for r in gated:
+        assert 0.0 <= r["gating.win_rate"] <= 1.0 and r["gating.promoted"] in (0.0, 1.0)
+        assert r["gating.promoted"] == float(r["gating.win_rate"] > 0.55)
 
 
 @pytest.mark.slow

@@ -62,6 +62,7 @@ __all__ = [
     "default_config",
     "incompatible_keys",
     "load_config",
+    "plot_learning_curve",
     "train",
 ]
 
@@ -154,6 +155,13 @@ def default_config() -> ml_collections.ConfigDict:
             sgf_keep_iterations=5,
             progress=True,
         )
+    )
+    # AlphaGo Zero's gating: self-play uses the best network so far, and every
+    # ``every_iterations`` iterations the learner's network plays it and
+    # replaces it if it wins more than ``threshold``. 0: off (AlphaZero:
+    # self-play always uses the newest network).
+    c.gating = ml_collections.ConfigDict(
+        dict(every_iterations=0, num_games=64, threshold=0.55, num_simulations=16)
     )
     c.eval = ml_collections.ConfigDict(
         dict(num_games=32, num_simulations=16, temperature_moves=0, every_iterations=0)
@@ -387,16 +395,72 @@ def _first_games(traj, k: int):
 # Metrics sinks.
 
 
+# (title, metric keys) of the learning-curve plot's four panels; ``"group.*"``
+# stands for every key under ``group.``.
+LEARNING_CURVE_PANELS = (
+    ("loss", ("learner.total_loss", "learner.policy_loss", "learner.value_loss")),
+    ("policy entropy", ("learner.policy_entropy",)),
+    ("value accuracy, evaluation win rates", ("learner.value_accuracy", "eval.*")),
+    ("self-play moves/s", ("selfplay.moves_per_second",)),
+)
+
+
+def _series(records: Sequence[dict[str, Any]], keys) -> list[tuple[str, str]]:
+    """``(metric key, label)`` pairs; ``"group.*"`` stands for every key under ``group.``."""
+    out = []
+    for key in keys:
+        if key.endswith(".*"):
+            prefix = key[:-1]
+            found = sorted({k for r in records for k in r if k.startswith(prefix)})
+            out.extend((k, k[len(prefix) :].removesuffix(".win_rate")) for k in found)
+        else:
+            out.append((key, key.split(".")[-1]))
+    return out
+
+
+def plot_learning_curve(
+    records: Sequence[dict[str, Any]],
+    path: str | os.PathLike,
+    *,
+    panels: Sequence[tuple[str, Sequence[str]]] = LEARNING_CURVE_PANELS,
+) -> None:
+    """Plot ``metrics.jsonl`` records (dicts with a ``step``) as a 2x2 PNG, written atomically.
+
+    ``panels`` are four ``(title, metric keys)``; a missing or null value is
+    left out of its line.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for ax, (title, keys) in zip(axes.flat, panels, strict=True):
+        for key, label in _series(records, keys):
+            pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+            if pts:  # a marker, so that a single evaluation shows
+                marker = "o" if len(pts) < 4 else None
+                ax.plot(*zip(*pts, strict=True), label=label, marker=marker)
+        ax.set_title(title)
+        ax.set_xlabel("learner step")
+        ax.grid(alpha=0.3)
+        if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
+            ax.legend()
+    fig.tight_layout()
+    target = Path(path)
+    tmp = target.with_name(f".{target.stem}.tmp{os.getpid()}.png")
+    try:
+        fig.savefig(tmp, dpi=80)
+        os.replace(tmp, target)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+
+
 class _Metrics:
     """metrics.jsonl (appended, flushed), TensorBoard events and the PNG plot."""
 
-    # (title, metric keys) of the plot's four panels.
-    PANELS = (
-        ("loss", ("learner.total_loss", "learner.policy_loss", "learner.value_loss")),
-        ("policy entropy", ("learner.policy_entropy",)),
-        ("value accuracy", ("learner.value_accuracy",)),
-        ("self-play moves/s", ("selfplay.moves_per_second",)),
-    )
+    PANELS = LEARNING_CURVE_PANELS
 
     def __init__(self, workdir: Path, enabled: bool, panels=None):
         self.workdir = workdir
@@ -439,28 +503,7 @@ class _Metrics:
     def plot(self) -> None:
         if not self.enabled or not self.records:
             return
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        panels = self.panels
-        fig, axes = plt.subplots(2, 2, figsize=(10, 7))
-        for ax, (title, keys) in zip(axes.flat, panels, strict=True):
-            for key in keys:
-                pts = [(r["step"], r[key]) for r in self.records if r.get(key) is not None]
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), label=key.split(".")[-1])
-            ax.set_title(title)
-            ax.set_xlabel("learner step")
-            ax.grid(alpha=0.3)
-            if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
-                ax.legend()
-        fig.tight_layout()
-        tmp = self.workdir / "learning_curve.tmp.png"
-        fig.savefig(tmp, dpi=80)
-        plt.close(fig)
-        os.replace(tmp, self.workdir / "learning_curve.png")
+        plot_learning_curve(self.records, self.workdir / "learning_curve.png", panels=self.panels)
 
     def close(self) -> None:
         if self.tb is not None:
@@ -491,7 +534,9 @@ def evaluate(
         moves=config.selfplay.moves,
     )
     net = search_agent(spec, model_lib.build(spec), _host_variables(state), search_config)
-    opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct_agent(e.num_simulations)}
+    # The UCT baseline searches the same move set as the net: equal knowledge of Go.
+    uct = uct_agent(e.num_simulations, moves=config.selfplay.moves)
+    opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct}
     rows = []
     for i, (name, opponent) in enumerate(opponents.items()):
         result = play_arena(
@@ -519,6 +564,38 @@ def evaluate(
         tmp.write_text(json.dumps({"step": step, "results": rows}, indent=2) + "\n")
         os.replace(tmp, workdir / "eval.json")
     return rows
+
+
+def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.Array):
+    """AlphaGo Zero's gate (``eval.gating.gate``): the learner's net against the best one.
+
+    Both search with ``gating.num_simulations`` (no noise, the most visited
+    move) over ``gating.num_games`` games; returns the ``GateResult``.
+    """
+    from eval.arena import search_agent as arena_search_agent
+    from eval.gating import gate
+
+    g, b = config.gating, config.board
+    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    search_config = SearchConfig(
+        kind=config.selfplay.search_kind,
+        num_simulations=g.num_simulations,
+        dirichlet_fraction=0.0,
+        temperature_moves=0,
+        pb_c_init=config.selfplay.pb_c_init,
+        moves=config.selfplay.moves,
+    )
+    return gate(
+        arena_search_agent(spec, candidate, search_config, name="candidate"),
+        arena_search_agent(spec, best, search_config, name="best"),
+        key,
+        num_games=g.num_games,
+        threshold=g.threshold,
+        size=b.size,
+        komi=b.komi,
+        rules=b.rules,
+        max_moves=b.max_moves or None,
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -550,6 +627,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
 
     root = jax.random.PRNGKey(config.seed)
     key_init, key_selfplay, key_sample, key_eval = jax.random.split(root, 4)
+    key_gate = jax.random.fold_in(root, 1)
+    gating = config.gating.every_iterations > 0
     # Each host plays its own games and samples its own slice of the batch.
     key_selfplay = jax.random.fold_in(key_selfplay, jax.process_index())
     key_sample = jax.random.fold_in(key_sample, jax.process_index())
@@ -566,6 +645,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
     restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, sp_config.size, mesh))
     counters = {"iteration": 0, "pending_updates": 0, "games": 0, "positions": 0}
+    best = None  # with gating: the variables self-play uses
     if restored is None:
         if latest is not None:
             raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
@@ -576,10 +656,13 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         state = restored.state
         extra = restored.extra or {}
         replay.load_state_dict({k: v for k, v in extra.get("replay", {}).items()})
+        best = extra.get("best")
         for k in counters:
             if k in extra.get("counters", {}):
                 counters[k] = type(counters[k])(extra["counters"][k])
         resumed_from = restored.step
+    if gating and best is None:
+        best = _host_variables(state)  # the first network is the first best
     if chief:
         (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
 
@@ -590,6 +673,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         extra = {
             "replay": replay.state_dict(),
             "counters": {k: np.asarray(v) for k, v in counters.items()},
+            **({"best": best} if gating else {}),
         }
         ckpt.save(step, state, extra=extra, config=config_json, force=force)
 
@@ -612,7 +696,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
             iteration = counters["iteration"]
             if counters["pending_updates"] == 0:
                 # Self-play a batch with the current params.
-                variables = _host_variables(state)
+                variables = best if gating else _host_variables(state)
                 traj, stats = play_games(
                     evaluator_fn,
                     encode_fn,
@@ -645,6 +729,17 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 step += 1
                 counters["pending_updates"] -= 1
                 step_metrics.append(metrics)
+                every_gate = config.gating.every_iterations
+                if gating and counters["pending_updates"] == 0:
+                    if counters["iteration"] % every_gate == 0:
+                        # Before the save: a checkpoint here must hold the decision.
+                        candidate = _host_variables(state)
+                        key = jax.random.fold_in(key_gate, counters["iteration"])
+                        outcome = gate_candidate(config, candidate, best, key)
+                        if outcome.promoted:
+                            best = candidate
+                        record["gating.win_rate"] = outcome.win_rate
+                        record["gating.promoted"] = float(outcome.promoted)
                 if bar is not None:
                     bar.update(1)
                 save(False)
@@ -675,7 +770,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 metrics_out.plot()
             every = config.eval.every_iterations
             if chief and every and config.eval.num_games and counters["iteration"] % every == 0:
-                evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
+                rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
+                metrics_out.write(_eval_record(rows, step))
             guard.check()
         stopped = "total_steps" if step >= t.total_steps else "max_minutes"
         save(True)
@@ -684,11 +780,12 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         guard.uninstall()
         if bar is not None:
             bar.close()
-    metrics_out.plot()
-    metrics_out.close()
     rows = None
     if chief and config.eval.num_games > 0:
         rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
+        metrics_out.write(_eval_record(rows, step))
+    metrics_out.plot()
+    metrics_out.close()
     ckpt.close()
     return {
         "step": step,
@@ -700,6 +797,11 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         "losses": losses,
         "eval": rows,
     }
+
+
+def _eval_record(rows: list[dict[str, Any]], step: int) -> dict[str, Any]:
+    """Evaluation rows as a metrics record: ``eval.<opponent>.win_rate`` at ``step``."""
+    return {"step": step, **{f"eval.{r['opponent']}.win_rate": r["win_rate"] for r in rows}}
 
 
 def _write_sgf(traj, sp_config: SelfPlayConfig, folder: Path, iteration: int, t) -> None:
