@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
@@ -215,6 +216,13 @@ def measure_reuse(args) -> list[dict]:
     return rows
 
 
+def write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=9)
@@ -224,6 +232,7 @@ def main() -> None:
     parser.add_argument("--reuse-simulations", type=int, default=64)
     parser.add_argument("--reuse-moves", type=int, default=6)
     parser.add_argument("--reuse-batches", type=int, nargs="+", default=[1, 64])
+    parser.add_argument("--json", help="also write the JSON summary to this file")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, runs in seconds")
     args = parser.parse_args()
     sizes = SIZES
@@ -262,18 +271,19 @@ def main() -> None:
             f"{row['batch']:5d} {row['fresh_s_per_move']:13.4f} {row['reuse_s_per_move']:13.4f} "
             f"{row['reuse_mean_simulations_run']:9.1f} {row['speedup']:8.2f}"
         )
-    print(
-        json.dumps(
-            {
-                "bench": "search",
-                "backend": jax.default_backend(),
-                "size": args.size,
-                "smoke": args.smoke,
-                "search": rows,
-                "reuse": reuse_rows,
-            }
-        )
+    line = json.dumps(
+        {
+            "bench": "search",
+            "backend": jax.default_backend(),
+            "size": args.size,
+            "smoke": args.smoke,
+            "search": rows,
+            "reuse": reuse_rows,
+        }
     )
+    if args.json:
+        write_atomically(args.json, line + "\n")
+    print(line)
 
 
 if __name__ == "__main__":

@@ -4,14 +4,18 @@ Run::
 
     gojax train --config configs/go9_tiny.py --workdir runs/go9_tiny
 
-Cost (measured on 2 CPU cores): 2000 learner steps in about 6 minutes,
-125 iterations, 4000 games; self-play 750-1100 moves/s, learner about 14k
-samples/s; ``train.max_minutes`` caps it at 10. Board 9x9, komi 7,
-``agz_tiny`` (2 residual blocks x 16 channels), PUCT with 16 simulations,
-32 games per iteration, AdamW. Caveat: at this budget the run exercises the
-whole pipeline but does not learn to play: self-play drifts into early passes
-(games of ~20 moves that Black wins), and the final net loses to random
-play (measured 0/32). The final evaluation plays 32 games each against
+Cost and result (measured on 2 CPU cores shared with other jobs,
+2026-11-29): ``train.max_minutes`` stops it at 10 minutes, 1249 learner
+steps, 79 iterations, 2528 games; self-play 530 moves/s (median; 670 at the
+end), learner about 8k-12k samples/s. The final net with a 16-simulation
+search beat random play in 64 of 64 games and 16-playout UCT (searching the
+same "sensible" move set) with 55 wins, 3 draws and 6 losses in 64 (88%, 95%
+interval 78-94%; Elo table of its checkpoints in BENCHMARKS.md). Board 9x9,
+komi 7, ``agz_tiny`` (2 residual blocks x 16 channels), PUCT with 16
+simulations over the sensible moves (``selfplay.moves``: no own-eye fills,
+pass only after a pass; with every legal move allowed, self-play at this
+budget drifts into early passes and learns nothing), 32 games per
+iteration, AdamW. The final evaluation plays 64 games each against
 random play and 16-playout UCT. For a smoke test on 5x5 in about one minute::
 
     gojax train --config configs/go9_tiny.py --workdir runs/smoke \\

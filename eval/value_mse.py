@@ -71,6 +71,7 @@ __all__ = [
     "bucket_of",
     "format_table",
     "load_games",
+    "load_json",
     "mse_by_bucket",
     "register",
     "rollout_outcomes",
@@ -661,6 +662,49 @@ def save_json(result: ValueMSEResult, path: str | os.PathLike) -> None:
     """Write ``result.to_json()`` to ``path`` atomically."""
     text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
     _write_atomic(path, lambda handle: handle.write(text.encode("utf-8")), "wb")
+
+
+_STATS_FIELDS = ("buckets", "count", "overall_count", "mse", "stderr", "overall", "overall_stderr")
+
+
+def load_json(path: str | os.PathLike) -> ValueMSEResult:
+    """The result that :func:`save_json` wrote to ``path`` (for tables and plots without a rerun).
+
+    Raises ValueError, one line naming the file, if it is not valid JSON or
+    not a complete value-mse result.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    try:
+        config = dict(data["config"])
+        config["rollouts"] = tuple(config["rollouts"])
+        stats = {name: data[name] for name in _STATS_FIELDS}
+        result = ValueMSEResult(
+            config=ValueMSEConfig(**config),
+            model_name=str(data["model"]),
+            evaluators=dict(data["evaluators"]),
+            stats=stats,
+            games=int(data["games"]),
+            skipped=dict(data["skipped"]),
+            board_sizes=[int(s) for s in data["board_sizes"]],
+            seconds=dict(data["seconds"]),
+        )
+    except KeyError as err:
+        raise ValueError(f"{path}: not a value-mse result (no {err} field)") from None
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: not a value-mse result ({err})") from None
+    buckets = len(stats["buckets"])
+    for name in result.evaluators:
+        columns = [stats["mse"].get(name), stats["stderr"].get(name)]
+        if any(not isinstance(c, list) or len(c) != buckets for c in columns) or not isinstance(
+            stats["overall"].get(name), int | float
+        ):
+            raise ValueError(f"{path}: evaluator {name!r} lacks a number for every bucket")
+    if len(stats["count"]) != buckets:
+        raise ValueError(f"{path}: {len(stats['count'])} counts for {buckets} buckets")
+    return result
 
 
 def save_plot(result: ValueMSEResult, path: str | os.PathLike, *, min_positions: int = 1) -> None:

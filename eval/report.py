@@ -1,0 +1,705 @@
+"""``gojax report``: regenerate the tables and plots of the docs from recorded results.
+
+Recorded results live in one folder (``results/`` by default), one entry per
+result, its kind known from its name:
+
+=============================  ============  ===========================================
+entry                          kind          plots (in the figures folder)
+=============================  ============  ===========================================
+``value_mse*.json``            value-mse     ``<name>.png``
+``bench_*.json``               bench         none
+``<name>/results.json``        sweep         ``<name>_win_rate_vs_simulations.png``,
+                                             ``<name>_ratings.png``,
+                                             ``<name>_elo_vs_step.png``
+``<name>/metrics.jsonl``       training run  ``<name>_learning_curve.png``
+=============================  ============  ===========================================
+
+``<name>`` is the file's stem or the folder's name. Each result is rendered as
+markdown with the functions that made it in the first place (the value-mse
+comparison's numbers and plot, the training loop's learning curve, the
+sweep's plots and ratings) and written between the markers
+``<!-- report:<name> -->`` and ``<!-- /report:<name> -->`` of every markdown
+file that has them; text outside the markers is left alone. A marker is
+recognised alone on its line and outside fenced code blocks.
+
+``--check`` writes nothing: it says which blocks would change (and which
+plots are missing) and exits 1 if any. Plots are not compared byte for byte
+(PNG bytes change with matplotlib's version and fonts); their tables are.
+
+>>> report = generate_report("results", ["BENCHMARKS.md"], "docs/figures")  # doctest: +SKIP
+>>> report.ok                                                               # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Rendered",
+    "Report",
+    "ResultEntry",
+    "bench_markdown",
+    "find_results",
+    "format_number",
+    "generate_report",
+    "markdown_table",
+    "register",
+    "render_result",
+    "replace_blocks",
+]
+
+# A marker alone on its line: <!-- report:NAME --> opens a block, <!-- /report:NAME --> closes it.
+_MARKER = re.compile(r"<!--\s*(/?)report:([A-Za-z0-9_.-]+)\s*-->")
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_FENCE = ("```", "~~~")
+# Value-mse plots leave out buckets with fewer positions, as `gojax value-mse` does by default.
+VALUE_MSE_MIN_POSITIONS = 10
+# Rows of the training-run table: the first record, the last, and this many in all.
+TRAINING_ROWS = 5
+
+
+# ---------------------------------------------------------------------------- markdown
+
+
+def format_number(x: Any) -> str:
+    """A JSON value as a table cell: ints with separators, floats to 3 significant digits.
+
+    >>> [format_number(v) for v in (1234567, 0.45454, 12.345, 4223.7, None, True)]
+    ['1,234,567', '0.455', '12.3', '4,224', '–', 'true']
+    """
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return str(x)
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+    if isinstance(x, str):
+        return x.replace("|", "\\|")
+    if isinstance(x, list) and all(not isinstance(v, dict | list) for v in x):
+        return ", ".join(format_number(v) for v in x)
+    return json.dumps(x, ensure_ascii=False).replace("|", "\\|")
+
+
+def markdown_table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], *, right: Sequence[bool] | None = None
+) -> str:
+    """A pipe table; ``right[i]`` right-aligns column ``i`` (default: every column but the first).
+
+    >>> print(markdown_table(["a", "b"], [["x", "1"]]))
+    | a | b |
+    |---|---:|
+    | x | 1 |
+    """
+    if right is None:
+        right = [i > 0 for i in range(len(headers))]
+    lines = ["| " + " | ".join(headers) + " |"]
+    lines.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultEntry:
+    """One recorded result: its marker name, its kind and where it is."""
+
+    name: str
+    kind: str  # "value-mse", "bench", "sweep" or "training"
+    path: Path  # a file, or the run's / sweep's folder
+
+
+@dataclasses.dataclass
+class Rendered:
+    """A result rendered: the markdown of its block and the plots to draw.
+
+    ``plots`` maps each figure's file name to a function that draws it at a given path.
+    """
+
+    entry: ResultEntry
+    markdown: str
+    plots: dict[str, Callable[[Path], None]] = dataclasses.field(default_factory=dict)
+
+
+def find_results(folder: str | os.PathLike) -> tuple[list[ResultEntry], list[str]]:
+    """The results in ``folder`` by name, and a warning for each entry of no known kind.
+
+    Raises ValueError if ``folder`` is not a folder.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise ValueError(f"{root}: no such folder")
+    entries, warnings = [], []
+    for path in sorted(root.iterdir()):
+        if path.name.startswith("."):
+            continue
+        name = path.stem if path.is_file() else path.name
+        kind = None
+        if path.is_file() and path.suffix == ".json":
+            kind = "value-mse" if name.startswith("value_mse") else None
+            kind = "bench" if name.startswith("bench_") else kind
+        elif path.is_dir():
+            kind = "training" if (path / "metrics.jsonl").is_file() else None
+            kind = "sweep" if (path / "results.json").is_file() else kind
+        if kind is None:
+            warnings.append(f"{path}: not a known kind of result, skipped")
+        elif not _NAME.fullmatch(name):
+            warnings.append(f"{path}: {name!r} cannot be a marker name, skipped")
+        else:
+            entries.append(ResultEntry(name, kind, path))
+    return entries, warnings
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+
+
+def render_result(entry: ResultEntry) -> Rendered:
+    """Render one result. Raises ValueError, one line naming the file, if it is unreadable."""
+    render = {
+        "value-mse": _render_value_mse,
+        "bench": _render_bench,
+        "sweep": _render_sweep,
+        "training": _render_training,
+    }[entry.kind]
+    try:
+        return render(entry)
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
+        # A file of the right name and valid JSON, but not holding what its kind holds.
+        what = f"no {err} field" if isinstance(err, KeyError) else str(err)
+        raise ValueError(f"{entry.path}: not a {entry.kind} result ({what})") from None
+
+
+# ---------------------------------------------------------------------------- value-mse
+
+
+def _value_mse_markdown(result) -> str:
+    """The comparison as in docs/papers.md: a row per bucket, bold for a row's unique lowest."""
+    from eval.value_mse import bucket_label
+
+    stats = result.stats
+    keys = list(result.evaluators)
+    rollouts = [k for k in keys if k.startswith("rollouts_")]
+    headers = ["moves", "positions"]
+    for key in keys:
+        label = re.sub(r"x(\d)", r"×\1", result.evaluators[key])
+        if key in rollouts[1:]:  # "rollouts ×1 | ×4 | ×16": the word once
+            label = label.removeprefix("rollouts ")
+        headers.append(label)
+
+    def cells(values: list[float], suffixes: list[str]) -> list[str]:
+        text = [f"{v:.3f}" for v in values]
+        lowest = min(text, key=float)
+        bold = text.count(lowest) == 1
+        return [
+            (f"**{t}**" if bold and t == lowest else t) + s
+            for t, s in zip(text, suffixes, strict=True)
+        ]
+
+    rows = []
+    width = result.config.bucket_width
+    for i, (bucket, count) in enumerate(zip(stats["buckets"], stats["count"], strict=True)):
+        values = [stats["mse"][k][i] for k in keys]
+        rows.append([bucket_label(bucket, width), str(count)] + cells(values, [""] * len(keys)))
+    overall = [stats["overall"][k] for k in keys]
+    errors = [f" ± {stats['overall_stderr'][k]:.3f}" for k in keys]
+    rows.append(["all", str(stats["overall_count"])] + cells(overall, errors))
+    return markdown_table(headers, rows)
+
+
+def _render_value_mse(entry: ResultEntry) -> Rendered:
+    from eval.value_mse import load_json, save_plot
+
+    result = load_json(entry.path)
+
+    def plot(path: Path) -> None:
+        save_plot(result, path, min_positions=VALUE_MSE_MIN_POSITIONS)
+
+    return Rendered(entry, _value_mse_markdown(result), {f"{entry.name}.png": plot})
+
+
+# ---------------------------------------------------------------------------- bench
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys; lists are values."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _rows_table(rows: list[dict[str, Any]]) -> str:
+    """A table of JSON objects: a column per key (first seen first), a row per object."""
+    flat = [_flatten(r) for r in rows]
+    columns = list(dict.fromkeys(k for r in flat for k in r))
+    right = [all(_is_number(r.get(c)) or r.get(c) is None for r in flat) for c in columns]
+    body = [[format_number(r.get(c)) for c in columns] for r in flat]
+    return markdown_table(columns, body, right=right)
+
+
+def bench_markdown(summary: dict[str, Any]) -> str:
+    """A bench's JSON summary as markdown: its scalars as a key/value table, then a table
+    (titled by its key) for each list of objects."""
+    if not isinstance(summary, dict):
+        raise TypeError("the summary is not a JSON object")
+    scalars = {}
+    parts = []
+    for key, value in _flatten(summary).items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            parts.append(f"**{key}**\n\n{_rows_table(value)}")
+        else:
+            scalars[key] = value
+    if scalars:
+        table = [[k, format_number(v)] for k, v in scalars.items()]
+        parts.insert(0, markdown_table(["key", "value"], table, right=[False, False]))
+    return "\n\n".join(parts)
+
+
+def _render_bench(entry: ResultEntry) -> Rendered:
+    lines = [line for line in entry.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"{entry.path}: empty")
+    # A bench's --json file holds its final JSON line; an indented dump reads as well.
+    text = lines[-1] if lines[-1].lstrip().startswith("{") else "\n".join(lines)
+    try:
+        summary = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{entry.path}: not valid JSON ({err})") from None
+    return Rendered(entry, bench_markdown(summary))
+
+
+# ---------------------------------------------------------------------------- sweep
+
+
+def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
+    headers = ["agent", "opponent", "games", "wins", "draws", "losses", "win rate (95% CI)"]
+    headers += ["as Black", "as White"]
+    body = [
+        [
+            r["agent"],
+            r["opponent_name"],
+            str(r["games"]),
+            format_number(r["wins"]),
+            format_number(r["draws"]),
+            format_number(r["losses"]),
+            f"{_percent(r['win_rate'])} ({_percent(r['ci95_lo'])}–{_percent(r['ci95_hi'])})",
+            format_number(r.get("win_rate_as_black")),
+            format_number(r.get("win_rate_as_white")),
+        ]
+        for r in rows
+    ]
+    parts = [markdown_table(headers, body, right=[False, False] + [True] * 7)]
+    if ratings:
+        ordered = sorted(ratings.items(), key=lambda kv: -kv[1].elo)
+        table = [
+            [str(rank), name, f"{r.elo + 0.0:.1f}", f"{r.lo + 0.0:.1f} to {r.hi + 0.0:.1f}"]
+            + [str(r.games)]
+            for rank, (name, r) in enumerate(ordered, start=1)
+        ]
+        headers = ["rank", "agent", "Elo", "95% interval", "games"]
+        parts.append(
+            "Bradley-Terry ratings:\n\n"
+            + markdown_table(headers, table, right=[True, False, True, True, True])
+        )
+    return "\n\n".join(parts)
+
+
+def _render_sweep(entry: ResultEntry) -> Rendered:
+    from eval.ratings import Rating, plot_ratings
+    from eval.sweep import _plot_elo_vs_step, _plot_win_rates
+
+    data = _read_json(entry.path / "results.json")
+    rows = list(data["cells"])
+    ratings = data.get("ratings")
+    ratings = None if ratings is None else {k: Rating(**v) for k, v in ratings.items()}
+    plots: dict[str, Callable[[Path], None]] = {}
+    # The plots `gojax sweep` draws, on the same conditions.
+    if rows:
+        plots[f"{entry.name}_win_rate_vs_simulations.png"] = lambda p: _plot_win_rates(rows, p)
+    if rows and ratings is not None:
+        title = "Sweep ratings (95% intervals)"
+        plots[f"{entry.name}_ratings.png"] = lambda p: plot_ratings(ratings, p, title=title)
+        if len({r["step"] for r in rows}) > 1:
+            name = f"{entry.name}_elo_vs_step.png"
+            plots[name] = lambda p: _plot_elo_vs_step(rows, ratings, p)
+    return Rendered(entry, _sweep_markdown(rows, ratings), plots)
+
+
+# ---------------------------------------------------------------------------- training run
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: line {number} is not valid JSON ({err})") from None
+        if not isinstance(record, dict) or not _is_number(record.get("step")):
+            raise ValueError(f"{path}: line {number} is not a record with a step")
+        records.append(record)
+    if not records:
+        raise ValueError(f"{path}: no records")
+    return records
+
+
+def _panels(records: list[dict[str, Any]]):
+    """The plot's panels: supervised runs (with held-out metrics) have their own."""
+    from train.loop import LEARNING_CURVE_PANELS
+
+    if any(k.startswith("holdout.") for r in records for k in r):
+        from train.supervised import SL_PANELS
+
+        return SL_PANELS
+    return LEARNING_CURVE_PANELS
+
+
+def _metric_columns(records: list[dict[str, Any]], panels) -> list[tuple[str, str]]:
+    """``(key, label)`` of the plotted metrics that some record has, in the plot's order.
+
+    A panel key ``"group.*"`` stands for every key under ``group.``, as in the plot.
+    """
+    present = list(dict.fromkeys(k for r in records for k in r))
+    columns = []
+    for _, keys in panels:
+        for key in keys:
+            if key.endswith(".*"):  # e.g. eval.random.win_rate -> "eval random win rate"
+                found = [(k, k) for k in sorted(present) if k.startswith(key[:-1])]
+            else:  # learner.total_loss -> "total loss"
+                found = [(key, key.split(".")[-1])] if key in present else []
+            for k, label in found:
+                label = label.replace("per_second", "/s").replace("_", " ").replace(".", " ")
+                columns.append((k, label.replace(" /s", "/s")))
+    return columns
+
+
+def _training_markdown(name: str, records, config: dict | None, evaluation: dict | None, panels):
+    last = records[-1]
+    facts = [f"{format_number(last['step'])} learner steps"]
+    for key, what in (("iteration", "iterations"), ("games", "self-play games")):
+        if _is_number(last.get(key)):
+            facts.append(f"{format_number(last[key])} {what}")
+    if _is_number(last.get("wall_seconds")):
+        facts.append(f"{last['wall_seconds'] / 60:.1f} min")
+    summary = f"Run `{name}`: " + ", ".join(facts)
+    if config:
+        board, model = config.get("board", {}), config.get("model", {})
+        size = board.get("size")
+        summary += (
+            f"; {size}×{size} {board.get('rules')}, komi {format_number(board.get('komi'))}, "
+            f"`{model.get('preset')}` net"
+        )
+    parts = [summary + "."]
+
+    columns = _metric_columns(records, panels)
+    count = min(TRAINING_ROWS, len(records))
+    picks = sorted({round(i * (len(records) - 1) / max(count - 1, 1)) for i in range(count)})
+    body = [
+        [format_number(records[i]["step"])] + [format_number(records[i].get(k)) for k, _ in columns]
+        for i in picks
+    ]
+    parts.append(markdown_table(["step"] + [label for _, label in columns], body))
+
+    if evaluation:
+        sims = (config or {}).get("eval", {}).get("num_simulations")
+        search = f", {sims} simulations a move" if sims else ""
+        parts.append(f"Final evaluation at step {format_number(evaluation['step'])}{search}:")
+        headers = ["opponent", "games", "wins", "losses", "draws", "win rate (95% CI)"]
+        headers += ["as Black", "as White", "mean length"]
+        table = [
+            [
+                r["opponent"],
+                format_number(r["games"]),
+                format_number(r["wins"]),
+                format_number(r["losses"]),
+                format_number(r["draws"]),
+                f"{_percent(r['win_rate'])} ({_percent(r['ci95'][0])}–{_percent(r['ci95'][1])})",
+                _percent(r["win_rate_as_black"]) if "win_rate_as_black" in r else "–",
+                _percent(r["win_rate_as_white"]) if "win_rate_as_white" in r else "–",
+                format_number(r.get("mean_length")),
+            ]
+            for r in evaluation["results"]
+        ]
+        parts.append(markdown_table(headers, table))
+    return "\n\n".join(parts)
+
+
+def _render_training(entry: ResultEntry) -> Rendered:
+    from train.loop import plot_learning_curve
+
+    records = _read_records(entry.path / "metrics.jsonl")
+    config = evaluation = None
+    if (entry.path / "config.json").is_file():
+        config = _read_json(entry.path / "config.json")
+    if (entry.path / "eval.json").is_file():
+        evaluation = _read_json(entry.path / "eval.json")
+    panels = _panels(records)
+    markdown = _training_markdown(entry.name, records, config, evaluation, panels)
+
+    def plot(path: Path) -> None:
+        plot_learning_curve(records, path, panels=panels)
+
+    return Rendered(entry, markdown, {f"{entry.name}_learning_curve.png": plot})
+
+
+# ---------------------------------------------------------------------------- marker blocks
+
+
+def _blocks(text: str, where: str) -> list[tuple[int, int, str]]:
+    """``(open line, close line, name)`` of each marker block in ``text`` (0-based lines).
+
+    Raises ValueError (``where:line: ...``) for a block left open, closed without
+    being opened, or opened inside another.
+    """
+    blocks, open_at, open_name, fence = [], None, None, None
+    for number, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if fence is not None:
+            fence = None if stripped.startswith(fence) else fence
+            continue
+        if stripped.startswith(_FENCE):
+            fence = stripped[:3]
+            continue
+        match = _MARKER.fullmatch(stripped)
+        if match is None:
+            continue
+        closing, name = match.group(1) == "/", match.group(2)
+        if not closing and open_name is not None:
+            raise ValueError(
+                f"{where}:{number + 1}: report:{name} opened inside report:{open_name}"
+            )
+        if closing and name != open_name:
+            raise ValueError(f"{where}:{number + 1}: /report:{name} closes no open block")
+        if closing:
+            blocks.append((open_at, number, name))
+            open_name = None
+        else:
+            open_at, open_name = number, name
+    if open_name is not None:
+        raise ValueError(f"{where}:{open_at + 1}: report:{open_name} is never closed")
+    return blocks
+
+
+def replace_blocks(text: str, contents: dict[str, str], *, where: str = "<text>"):
+    """``text`` with each block named in ``contents`` holding that content; all else kept.
+
+    Returns ``(new text, names of every block in text)``. Raises ValueError for
+    unbalanced markers.
+    """
+    blocks = _blocks(text, where)
+    lines = text.splitlines(keepends=True)
+    out, position = [], 0
+    for start, stop, name in blocks:
+        out.extend(lines[position : start + 1])
+        if name in contents:
+            # Blank lines around the content: a table then never touches a marker line.
+            content = contents[name].strip("\n")
+            out.append(f"\n{content}\n\n" if content else "")
+        else:
+            out.extend(lines[start + 1 : stop])
+        position = stop
+    out.extend(lines[position:])
+    return "".join(out), [name for _, _, name in blocks]
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+@dataclasses.dataclass
+class Report:
+    """What ``generate_report`` did (or, with ``check``, would do): one line per item."""
+
+    updated: list[str] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)
+    stale: list[str] = dataclasses.field(default_factory=list)  # --check: what would change
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.stale
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _draw(plots: dict[str, Callable[[Path], None]], figures: Path, report: Report) -> None:
+    """Draw each plot beside its target; replace the target only if the bytes differ."""
+    figures.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=figures, prefix=".report.") as scratch:
+        for name, draw in plots.items():
+            target, fresh = figures / name, Path(scratch) / name
+            draw(fresh)
+            if target.is_file() and target.read_bytes() == fresh.read_bytes():
+                report.unchanged.append(str(target))
+            else:
+                os.replace(fresh, target)  # same folder, so atomic
+                report.updated.append(str(target))
+
+
+def generate_report(
+    results: str | os.PathLike,
+    markdown_files: Sequence[str | os.PathLike],
+    figures: str | os.PathLike,
+    *,
+    check: bool = False,
+) -> Report:
+    """Render every result in ``results`` into the marker blocks of ``markdown_files`` and
+    draw its plots into ``figures``; with ``check``, write nothing and list what is stale.
+
+    A result that cannot be read is an error (named in ``report.errors``); its
+    blocks are left as they are and the others still render. Raises
+    ValueError if ``results`` is not a folder or a markdown file is missing.
+    """
+    report = Report()
+    entries, report.warnings = find_results(results)
+    figures = Path(figures)
+    rendered: dict[str, Rendered] = {}
+    for entry in entries:
+        try:
+            rendered[entry.name] = render_result(entry)
+        except (ValueError, OSError) as err:
+            text = str(err)
+            report.errors.append(text if str(entry.path) in text else f"{entry.path}: {text}")
+    contents = {name: r.markdown for name, r in rendered.items()}
+    failed = {e.name for e in entries} - set(rendered)
+
+    seen: set[str] = set()
+    for file in map(Path, markdown_files):
+        if not file.is_file():
+            raise ValueError(f"{file}: no such file")
+        old = file.read_text(encoding="utf-8")
+        try:
+            new, names = replace_blocks(old, contents, where=str(file))
+        except ValueError as err:
+            report.errors.append(str(err))
+            continue
+        seen.update(names)
+        for name in dict.fromkeys(names):
+            if name not in contents and name not in failed:
+                report.warnings.append(f"{file}: block report:{name} has no result in {results}")
+        changed = [n for n in dict.fromkeys(names) if n in contents]
+        if new == old:
+            if changed:
+                report.unchanged.append(f"{file} ({', '.join(changed)})")
+        elif check:
+            stale = [n for n in changed if _block_text(old, n, file) != _block_text(new, n, file)]
+            report.stale.append(f"{file}: block(s) {', '.join(stale)} out of date")
+        else:
+            _write_atomic(file, new.encode("utf-8"))
+            report.updated.append(f"{file} ({', '.join(changed)})")
+
+    for name, result in rendered.items():
+        if name not in seen:
+            where = ", ".join(str(f) for f in markdown_files)
+            report.warnings.append(
+                f"{result.entry.path}: no <!-- report:{name} --> marker in {where}"
+            )
+        if check:
+            for plot in result.plots:
+                if not (figures / plot).is_file():
+                    report.stale.append(f"{figures / plot}: plot missing")
+        else:
+            try:
+                _draw(result.plots, figures, report)
+            except (ValueError, OSError) as err:
+                report.errors.append(f"{result.entry.path}: plot failed ({err})")
+    return report
+
+
+def _block_text(text: str, name: str, where: Path) -> list[str]:
+    lines = text.splitlines()
+    return ["\n".join(lines[a + 1 : b]) for a, b, n in _blocks(text, str(where)) if n == name]
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import sys
+
+    markdown = [Path(args.benchmarks)]
+    docs = Path(args.docs)
+    if docs.is_dir():
+        markdown += sorted(p for p in docs.glob("*.md") if p.resolve() != markdown[0].resolve())
+    report = generate_report(args.results, markdown, args.figures, check=args.check)
+    for line in report.updated:
+        print(f"updated {line}")
+    for line in report.unchanged:
+        print(f"unchanged {line}")
+    for line in report.stale:
+        print(f"stale: {line}")
+    for line in report.warnings:
+        print(f"warning: {line}")
+    for line in report.errors:
+        print(f"gojax report: error: {line}", file=sys.stderr)
+    if report.stale:
+        print(f"{len(report.stale)} out of date: run `gojax report` and commit the result")
+    return 0 if report.ok else 1
+
+
+def register(commands) -> None:
+    """Add ``gojax report`` to the subcommands of the ``gojax`` parser."""
+    parser = commands.add_parser(
+        "report",
+        help="regenerate the tables and plots of BENCHMARKS.md and docs/ from results/",
+        description="Renders every recorded result into the <!-- report:NAME --> blocks of "
+        "the markdown files and draws its plots.",
+    )
+    parser.add_argument("--results", default="results", help="the recorded results (results/)")
+    parser.add_argument(
+        "--benchmarks", default="BENCHMARKS.md", help="a markdown file with blocks (BENCHMARKS.md)"
+    )
+    parser.add_argument(
+        "--docs", default="docs", help="a folder whose *.md files may hold blocks too (docs/)"
+    )
+    parser.add_argument("--figures", default="docs/figures", help="where plots go (docs/figures/)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if a block would change or a plot is missing",
+    )
+    parser.set_defaults(run=cmd_report)

@@ -1,0 +1,284 @@
+"""gojax report: recorded results rendered into marker blocks, idempotent, stale blocks found."""
+
+import json
+
+import numpy as np
+import pytest
+
+from eval.report import (
+    ResultEntry,
+    bench_markdown,
+    find_results,
+    generate_report,
+    render_result,
+    replace_blocks,
+)
+from eval.value_mse import ValueMSEConfig, ValueMSEResult, load_json, mse_by_bucket, save_json
+from gojax import cli
+
+PNG = b"\x89PNG\r\n\x1a\n"
+BEFORE = "# Notes\n\nHand-written text before.\n\n"
+AFTER = "\nHand-written text after, with a `<!-- report:value_mse_tiny -->` in code.\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_persistent_cache(monkeypatch):
+    monkeypatch.setenv("GOJAX_CACHE", "")
+
+
+def tiny_value_mse() -> ValueMSEResult:
+    """24 positions in two 10-move buckets, evaluated four ways."""
+    rng = np.random.default_rng(0)
+    outcomes = rng.choice([-1, 1], size=24)
+    buckets = np.repeat([0, 1], 12)
+    predictions = {
+        "value": np.clip(0.6 * outcomes + rng.normal(0, 0.3, 24), -1, 1),
+        "rollouts_1": rng.choice([-1.0, 1.0], size=24),
+        "rollouts_4": rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=24),
+    }
+    predictions["mix"] = 0.5 * predictions["value"] + 0.5 * predictions["rollouts_4"]
+    labels = {"value": "value net", "rollouts_1": "rollouts x1", "rollouts_4": "rollouts x4"}
+    labels["mix"] = "mix λ=0.5 (x4)"
+    return ValueMSEResult(
+        config=ValueMSEConfig(model="m.bin.gz", sgf_dir="games", rollouts=(1, 4), bucket_width=10),
+        model_name="tiny-net",
+        evaluators=labels,
+        stats=mse_by_bucket(predictions, outcomes, buckets),
+        games=12,
+        skipped={"draw": 1},
+        board_sizes=[9],
+        seconds={"rollouts": 1.5},
+    )
+
+
+@pytest.fixture
+def project(tmp_path):
+    """results/ with a value-mse result, a training run and a bench; marked-up markdown."""
+    results = tmp_path / "results"
+    results.mkdir()
+    save_json(tiny_value_mse(), results / "value_mse_tiny.json")
+    run = results / "tiny_run"
+    run.mkdir()
+    records = [
+        {"step": 4 * i, "learner.total_loss": 3.0 - 0.5 * i, "selfplay.moves_per_second": 100.0}
+        for i in range(1, 4)
+    ]
+    records[1]["selfplay.resign_false_positive_rate"] = None
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    evaluation = {
+        "step": 12,
+        "results": [
+            {"opponent": "random", "games": 8, "wins": 6, "losses": 2, "draws": 0,
+             "win_rate": 0.75, "ci95": [0.41, 0.93]},
+        ],
+    }  # fmt: skip
+    (run / "eval.json").write_text(json.dumps(evaluation))
+    bench = {"bench": "tiny", "smoke": True, "rows": [{"batch": 1, "sims_per_s": 1234.4}]}
+    (results / "bench_tiny.json").write_text(json.dumps(bench) + "\n")
+    blocks = "".join(
+        f"<!-- report:{name} -->\nold {name}\n<!-- /report:{name} -->\n"
+        for name in ("value_mse_tiny", "tiny_run", "bench_tiny")
+    )
+    (tmp_path / "BENCHMARKS.md").write_text(BEFORE + blocks + AFTER)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "papers.md").write_text(
+        "Paper.\n\n<!-- report:value_mse_tiny -->\n<!-- /report:value_mse_tiny -->\nEnd.\n"
+    )
+    return tmp_path
+
+
+def report(root, check=False):
+    files = [root / "BENCHMARKS.md", root / "docs" / "papers.md"]
+    return generate_report(root / "results", files, root / "docs" / "figures", check=check)
+
+
+def test_blocks_are_rendered_and_the_rest_is_untouched(project):
+    first = report(project)
+    assert first.ok and not first.warnings, first
+    text = (project / "BENCHMARKS.md").read_text()
+    assert text.startswith(BEFORE) and text.endswith(AFTER)
+    assert "old " not in text
+    assert "| moves | positions | value net | rollouts ×1 | ×4 | mix λ=0.5 (×4) |" in text
+    assert "| 0-9 | 12 |" in text and "| 10-19 | 12 |" in text and "| all | 24 |" in text
+    assert "Run `tiny_run`: 12 learner steps" in text
+    assert "| random | 8 | 6 | 2 | 0 | 75.0% (41.0%–93.0%) |" in text
+    assert "**rows**\n\n| batch | sims_per_s |\n|---:|---:|\n| 1 | 1,234 |" in text
+    papers = (project / "docs" / "papers.md").read_text()
+    assert papers.startswith("Paper.\n\n<!-- report:value_mse_tiny -->\n\n| moves |")
+    assert papers.endswith("<!-- /report:value_mse_tiny -->\nEnd.\n")
+    figures = project / "docs" / "figures"
+    for name in ("value_mse_tiny.png", "tiny_run_learning_curve.png"):
+        assert (figures / name).read_bytes()[:8] == PNG
+    assert not list(figures.glob(".*")), "no temporary files are left behind"
+
+
+def test_a_second_run_changes_nothing_and_check_passes(project, capsys):
+    report(project)
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    assert report(project, check=True).ok
+    again = report(project)
+    assert again.ok and not again.updated
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+    code = cli.main(
+        ["report", "--results", str(project / "results"),
+         "--benchmarks", str(project / "BENCHMARKS.md"), "--docs", str(project / "docs"),
+         "--figures", str(project / "docs" / "figures"), "--check"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr()
+
+
+def test_check_finds_an_edited_block_and_a_missing_plot_and_writes_nothing(project, capsys):
+    report(project)
+    path = project / "BENCHMARKS.md"
+    edited = path.read_text().replace("| all | 24 |", "| all | 25 |")
+    path.write_text(edited)
+    (project / "docs" / "figures" / "tiny_run_learning_curve.png").unlink()
+    result = report(project, check=True)
+    assert not result.ok
+    assert any("value_mse_tiny" in line and "BENCHMARKS.md" in line for line in result.stale)
+    assert any("tiny_run_learning_curve.png" in line for line in result.stale)
+    assert not any("papers.md" in line for line in result.stale)
+    assert path.read_text() == edited
+    assert not (project / "docs" / "figures" / "tiny_run_learning_curve.png").exists()
+    code = cli.main(
+        ["report", "--results", str(project / "results"), "--benchmarks", str(path),
+         "--docs", str(project / "docs"), "--figures", str(project / "docs" / "figures"),
+         "--check"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1 and "stale: " in out and "value_mse_tiny" in out
+
+
+def test_a_corrupt_result_is_named_and_the_others_still_render(project, capsys):
+    (project / "results" / "bench_broken.json").write_text('{"rows": [1, 2\n')
+    path = project / "BENCHMARKS.md"
+    path.write_text(
+        path.read_text() + "<!-- report:bench_broken -->\nkept\n<!-- /report:bench_broken -->\n"
+    )
+    code = cli.main(
+        ["report", "--results", str(project / "results"), "--benchmarks", str(path),
+         "--docs", str(project / "docs"), "--figures", str(project / "docs" / "figures")]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err.count("\n") == 1 and "bench_broken.json" in err and "not valid JSON" in err
+    assert "Traceback" not in err
+    text = path.read_text()
+    assert "\nkept\n" in text, "the broken result's block is left as it was"
+    assert "| all | 24 |" in text and "old tiny_run" not in text
+    assert "updated" in out
+
+
+def test_missing_markers_and_orphan_blocks_are_warnings(project):
+    (project / "results" / "bench_unmarked.json").write_text('{"x": 1}\n')
+    path = project / "BENCHMARKS.md"
+    path.write_text(path.read_text() + "<!-- report:gone -->\n<!-- /report:gone -->\n")
+    result = report(project)
+    assert result.ok
+    assert any(
+        "bench_unmarked.json" in w and "no <!-- report:bench_unmarked -->" in w
+        for w in result.warnings
+    )
+    assert any("report:gone has no result" in w for w in result.warnings)
+
+
+def test_unknown_entries_are_skipped_with_a_warning(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "empty_dir").mkdir()
+    (tmp_path / "bench_ok.json").write_text("{}")
+    entries, warnings = find_results(tmp_path)
+    assert [(e.name, e.kind) for e in entries] == [("bench_ok", "bench")]
+    assert len(warnings) == 2 and any("notes.txt" in w for w in warnings)
+    with pytest.raises(ValueError, match="no such folder"):
+        find_results(tmp_path / "absent")
+
+
+def test_replace_blocks_checks_markers_and_skips_code_fences():
+    text = "a\n```\n<!-- report:x -->\n```\n<!-- report:x -->\nold\n<!-- /report:x -->\nb\n"
+    new, names = replace_blocks(text, {"x": "NEW"})
+    assert names == ["x"]
+    assert (
+        new == "a\n```\n<!-- report:x -->\n```\n<!-- report:x -->\n\nNEW\n\n<!-- /report:x -->\nb\n"
+    )
+    assert replace_blocks(new, {"x": "NEW"})[0] == new
+    assert replace_blocks(text, {})[0] == text
+    with pytest.raises(ValueError, match=r"f.md:2: report:x is never closed"):
+        replace_blocks("a\n<!-- report:x -->\n", {}, where="f.md")
+    with pytest.raises(ValueError, match=r":3: /report:y closes no open block"):
+        replace_blocks("<!-- report:x -->\n\n<!-- /report:y -->\n", {})
+    with pytest.raises(ValueError, match="opened inside"):
+        replace_blocks("<!-- report:x -->\n<!-- report:y -->\n", {})
+
+
+def test_value_mse_table_bolds_a_unique_lowest_and_shows_standard_errors(tmp_path):
+    result = tiny_value_mse()
+    stats = result.stats
+    stats["mse"] = {k: [0.5, 0.0] for k in result.evaluators}  # bucket 2: a four-way tie
+    stats["mse"]["value"] = [0.25, 0.0]
+    save_json(result, tmp_path / "value_mse_t.json")
+    markdown = render_result(ResultEntry("value_mse_t", "value-mse", tmp_path / "value_mse_t.json"))
+    rows = markdown.markdown.splitlines()
+    assert rows[2] == "| 0-9 | 12 | **0.250** | 0.500 | 0.500 | 0.500 |"
+    assert rows[3] == "| 10-19 | 12 | 0.000 | 0.000 | 0.000 | 0.000 |"
+    se = stats["overall_stderr"]["value"]
+    assert f" ± {se:.3f} |" in rows[4] and rows[4].startswith("| all | 24 | ")
+
+
+def test_load_json_round_trips_and_names_a_bad_file(tmp_path):
+    result = tiny_value_mse()
+    save_json(result, tmp_path / "r.json")
+    loaded = load_json(tmp_path / "r.json")
+    assert loaded.config == result.config and loaded.evaluators == result.evaluators
+    assert loaded.stats["mse"] == result.stats["mse"] and loaded.games == 12
+    data = json.loads((tmp_path / "r.json").read_text())
+    del data["stderr"]
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"bad.json: not a value-mse result \(no 'stderr' field\)"):
+        load_json(tmp_path / "bad.json")
+    (tmp_path / "cut.json").write_text("{")
+    with pytest.raises(ValueError, match="cut.json: not valid JSON"):
+        load_json(tmp_path / "cut.json")
+
+
+def test_training_records_without_a_step_are_named_by_line(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"step": 1}\n{"loss": 2}\n')
+    with pytest.raises(ValueError, match=r"metrics.jsonl: line 2 is not a record with a step"):
+        render_result(ResultEntry("run", "training", run))
+
+
+def test_bench_markdown_tables_scalars_and_rows():
+    text = bench_markdown(
+        {"device": "cpu", "config": {"batch": 64}, "rows": [{"n": 1, "rate": 0.5}, {"n": 2}]}
+    )
+    assert "| device | cpu |" in text and "| config.batch | 64 |" in text
+    assert "**rows**\n\n| n | rate |\n|---:|---:|\n| 1 | 0.5 |\n| 2 | – |" in text
+
+
+def test_sweep_results_render_cells_ratings_and_plots(tmp_path):
+    folder = tmp_path / "results" / "tiny_sweep"
+    folder.mkdir(parents=True)
+    cells = [
+        {"step": step, "kind": "puct", "simulations": 8, "c_puct": 1.25,
+         "agent": f"s{step}", "opponent": "random", "opponent_name": "random",
+         "games": 10, "wins": wins, "draws": 0, "losses": 10 - wins, "win_rate": wins / 10,
+         "ci95_lo": 0.1, "ci95_hi": 0.9, "win_rate_as_black": 0.5, "win_rate_as_white": 0.5}
+        for step, wins in ((10, 4), (20, 7))
+    ]  # fmt: skip
+    ratings = {
+        "s20": {"elo": 150.0, "lo": 20.0, "hi": 280.0, "games": 10},
+        "random": {"elo": 0.0, "lo": 0.0, "hi": 0.0, "games": 20},
+        "s10": {"elo": -70.0, "lo": -200.0, "hi": 60.0, "games": 10},
+    }
+    (folder / "results.json").write_text(json.dumps({"cells": cells, "ratings": ratings}))
+    (tmp_path / "B.md").write_text("<!-- report:tiny_sweep -->\n<!-- /report:tiny_sweep -->\n")
+    result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
+    assert result.ok, result
+    text = (tmp_path / "B.md").read_text()
+    assert "| s20 | random | 10 | 7 | 0 | 3 | 70.0% (10.0%–90.0%) |" in text
+    assert "| 1 | s20 | 150.0 | 20.0 to 280.0 | 10 |" in text
+    assert "| 3 | s10 | -70.0 | -200.0 to 60.0 | 10 |" in text
+    for name in ("win_rate_vs_simulations", "ratings", "elo_vs_step"):
+        assert (tmp_path / "fig" / f"tiny_sweep_{name}.png").read_bytes()[:8] == PNG
