@@ -381,8 +381,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_gtp(commands)
     from train.cli import register as register_train
+    from train.cli import register_sl
 
     register_train(commands)
+    register_sl(commands)
+    from eval.value_mse import register as register_value_mse
+
+    register_value_mse(commands)
+    from eval.sweep import register as register_sweep
+
+    register_sweep(commands)
+    from eval.report import register as register_report
+
+    register_report(commands)
     return parser
 
 
