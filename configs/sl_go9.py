@@ -5,9 +5,13 @@ Run (the folder holds KataGo self-play games of 9x9)::
     gojax train-sl --config configs/sl_go9.py --workdir runs/sl_go9 \\
         --sgf-dir ../shared/reference/sgf/katago-9x9
 
-Cost: a few minutes on 2 CPU cores (``train.max_minutes`` caps it at 10).
-300 games are far too few for a strong policy; the tiny net here shows the
-pipeline working and the held-out move accuracy climbing.
+Cost and result (2 CPU cores, 2026-11-29): 1500 learner steps in 100 s,
+384 games read (1.4 epochs of the 270 training games). Held-out move
+accuracy climbs from 8.2% (step 275) to 10.8%, policy loss from 3.98 to
+3.66; the value overfits, as AlphaGo found when it trained on whole games:
+held-out MSE 1.19 (0 would be perfect, 1 is predicting nothing) while the
+training accuracy reaches 76%. 300 games are far too few for either head;
+the run shows the pipeline, not a strong policy.
 The held-out games (``data.holdout_games``) are the first usable files in
 sorted order and are never trained on.
 """

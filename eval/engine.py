@@ -274,6 +274,9 @@ class Engine:
         """GTP ``boardsize``: a new size clears the board."""
         if not MIN_SIZE <= size <= MAX_SIZE:
             raise EngineError("unacceptable size")
+        sizes = getattr(self.player, "board_sizes", None)
+        if sizes is not None and size not in sizes:
+            raise EngineError("unacceptable size")
         self.size = int(size)
         self.clear()
 

@@ -608,11 +608,19 @@ def make_engine(args: argparse.Namespace) -> Engine:
     if args.player == "uniform":
         player = players.UniformPlayer()
     else:
-        if not args.model:
-            raise ValueError("--model is required (a KataGo .bin.gz network)")
-        from gojax.katago_model import load_model
+        if bool(args.model) == bool(args.checkpoint):
+            raise ValueError(
+                "give one network: --model (a KataGo .bin.gz file) or --checkpoint "
+                "(a gojax train workdir)"
+            )
+        if args.model:
+            from gojax.katago_model import load_model
 
-        model = load_model(args.model)
+            model = load_model(args.model)
+        else:
+            from eval.trained_model import load_trained_model
+
+            model = load_trained_model(args.checkpoint, args.step)
         kind = args.player
         if kind == "auto":
             kind = "search" if args.visits > 1 else "policy"
@@ -622,9 +630,13 @@ def make_engine(args: argparse.Namespace) -> Engine:
         else:
             symmetry = "average" if args.symmetry is None else args.symmetry
             player = players.PolicyPlayer(model, symmetry=symmetry)
+    sizes = getattr(player, "board_sizes", None)
+    size = args.size or (sizes[0] if sizes else 19)
+    if sizes is not None and size not in sizes:
+        raise ValueError(f"{player.name} plays only on {' or '.join(map(str, sizes))}x boards")
     return Engine(
         player,
-        size=args.size,
+        size=size,
         komi=args.komi,
         rules=args.rules,
         visits=args.visits,
@@ -649,6 +661,10 @@ def register(commands) -> None:
     gtp = commands.add_parser("gtp", help="play and analyse over GTP (Sabaki, Lizzie, GoGui)")
     gtp.add_argument("--model", help="a KataGo model file (.bin.gz)")
     gtp.add_argument(
+        "--checkpoint", help="a gojax train workdir: play its newest (or --step) network"
+    )
+    gtp.add_argument("--step", type=int, default=None, help="the checkpoint step (--checkpoint)")
+    gtp.add_argument(
         "--player",
         choices=("auto", "policy", "search", "uniform"),
         default="auto",
@@ -658,7 +674,14 @@ def register(commands) -> None:
     gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)
-    gtp.add_argument("--size", type=int, choices=range(2, 20), default=19, metavar="2..19")
+    gtp.add_argument(
+        "--size",
+        type=int,
+        choices=range(2, 20),
+        default=None,
+        metavar="2..19",
+        help="initial board size (default: 19, or the size an AlphaGo Zero net was trained on)",
+    )
     gtp.add_argument(
         "--resign-threshold",
         type=float,

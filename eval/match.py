@@ -34,7 +34,6 @@ import math
 import os
 import shlex
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,10 +50,12 @@ from eval.gtp_client import (
     split_command,
 )
 from gojax import sgf
+from gojax._atomic import write_atomic
 from gojax._board import BLACK, legal_moves, new_game, play, score
 from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._game import record_from_actions, result_string
 from gojax._rules import RULE_PRESETS, get_rules
+from gojax.cli import _positive
 
 __all__ = [
     "GameResult",
@@ -208,19 +209,6 @@ class MatchResult:
 # ---------------------------------------------------------------------------- files
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def read_results(folder: str | os.PathLike, *, repair: bool = False) -> dict[int, GameResult]:
     """The finished games in ``folder``'s results file, by game number.
 
@@ -297,7 +285,7 @@ def _check_manifest(folder: Path, config: MatchConfig) -> None:
                 f"{folder} holds a different match ({details}); use another output folder"
             )
     else:
-        _write_atomic(path, json.dumps(wanted, indent=2) + "\n")
+        write_atomic(path, json.dumps(wanted, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------------------- engines
@@ -652,16 +640,6 @@ def _time_arg(text: str) -> tuple[float, float, int]:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -727,7 +705,7 @@ def register(commands) -> None:
     )
     match.add_argument("--engine-a", required=True, metavar="CMD", help="engine A's command line")
     match.add_argument("--engine-b", required=True, metavar="CMD", help="engine B's command line")
-    match.add_argument("--games", type=_positive_int, default=2, help="games to play (default 2)")
+    match.add_argument("--games", type=_positive, default=2, help="games to play (default 2)")
     match.add_argument("--size", type=int, default=9, help="board side, 2..19 (default 9)")
     match.add_argument("--komi", type=float, default=7.5)
     match.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
@@ -737,7 +715,7 @@ def register(commands) -> None:
         "--time", type=_time_arg, metavar="MAIN:BYO:STONES", help="GTP time_settings, in seconds"
     )
     match.add_argument(
-        "--max-moves", type=_positive_int, help="move cap, then score (default 2*size^2)"
+        "--max-moves", type=_positive, help="move cap, then score (default 2*size^2)"
     )
     match.add_argument(
         "--move-timeout",

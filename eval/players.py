@@ -193,6 +193,8 @@ class PolicyPlayer(_OneShotPlayer):
         from gojax.evaluate import make_evaluator
 
         self.model = model
+        # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
+        self.board_sizes = getattr(model, "board_sizes", None)
         self.name = f"policy({model.name})"
         self.symmetry = symmetry
         self._run = make_evaluator(model, symmetry=symmetry)
@@ -303,6 +305,8 @@ class SearchPlayer:
         from gojax.search import SearchConfig
 
         self.model = model
+        # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
+        self.board_sizes = getattr(model, "board_sizes", None)
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
         self.max_listed = int(max_listed)
@@ -381,41 +385,9 @@ class SearchPlayer:
         result = self._search(self.model.variables, _batch(state), key_search, self.config, tree)
         self._tree, self._root = result.tree, state
         host = jax.device_get(result)
-        visits = host.visit_counts[0]
-        q = host.q_values[0]
-        chosen = int(host.action[0])
-        stats_prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[0, 0]))
-        visited = [int(a) for a in np.lexsort((stats_prior, visits)) if visits[a] > 0][::-1]
-        listed = [chosen] + [a for a in visited if a != chosen]
-        listed = listed[: self.max_listed]
+        listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key_eval)
-        mover = int(state.to_play)
-        winrates = (np.clip(q, -1.0, 1.0) + 1.0) / 2.0
-        bounds = lcb(winrates, visits)
-        from gojax.search import principal_variation
-
-        moves = tuple(
-            MoveInfo(
-                action=a,
-                visits=int(visits[a]),
-                winrate=float(winrates[a]),
-                score_lead=_finite(float(out["white_lead"][1 + i]) * -mover),
-                prior=float(stats_prior[a]),
-                lcb=float(bounds[a]),
-                order=i,
-                pv=tuple(principal_variation(host.tree, 0, a, 24)),
-            )
-            for i, a in enumerate(listed)
-        )
-        root_value = float(np.clip(host.root_value[0], -1.0, 1.0))
-        return Analysis(
-            moves=moves,
-            visits=int(visits.sum()) + 1,
-            winrate=(root_value + 1.0) / 2.0,
-            score_lead=_finite(float(out["white_lead"][0]) * -mover),
-            score_stdev=_finite(float(out["score_stdev"][0])),
-            ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
-        )
+        return search_analysis(host, 0, listed, out, int(state.to_play))
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
@@ -469,6 +441,69 @@ def _search_functions(model: Any, symmetry: int | str):
         return evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)
 
     return run_search, run_evaluate, jax.jit(reuse_subtree)
+
+
+def listed_actions(host: Any, index: int, max_listed: int) -> list[int]:
+    """The root moves to report for game ``index`` of a host-side ``SearchOutput``.
+
+    The chosen move first, then the other visited moves by visits (ties: the
+    higher prior), at most ``max_listed``.
+    """
+    visits = host.visit_counts[index]
+    prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[index, 0]))
+    chosen = int(host.action[index])
+    visited = [int(a) for a in np.lexsort((prior, visits)) if visits[a] > 0][::-1]
+    return ([chosen] + [a for a in visited if a != chosen])[:max_listed]
+
+
+def search_analysis(
+    host: Any,
+    index: int,
+    listed: list[int],
+    out: dict[str, np.ndarray],
+    mover: int,
+    *,
+    pv_length: int = 24,
+) -> Analysis:
+    """The :class:`Analysis` of game ``index`` of a host-side ``SearchOutput``.
+
+    Args:
+      host: ``jax.device_get`` of a ``gojax.search.SearchOutput`` (its tree
+        needs the fields ``principal_variation`` reads and the root's prior logits).
+      listed: the root moves to report, from :func:`listed_actions`.
+      out: network outputs of the root (row 0) and of the position after each
+        listed move (row ``1 + i``): ``[1 + K, ...]`` arrays, ``K >= len(listed)``.
+      mover: the player to move at the root, +1 black, -1 white.
+      pv_length: longest principal variation, first move included.
+    """
+    from gojax.search import principal_variation
+
+    visits = host.visit_counts[index]
+    prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[index, 0]))
+    winrates = (np.clip(host.q_values[index], -1.0, 1.0) + 1.0) / 2.0
+    bounds = lcb(winrates, visits)
+    moves = tuple(
+        MoveInfo(
+            action=a,
+            visits=int(visits[a]),
+            winrate=float(winrates[a]),
+            score_lead=_finite(float(out["white_lead"][1 + i]) * -mover),
+            prior=float(prior[a]),
+            lcb=float(bounds[a]),
+            order=i,
+            pv=tuple(principal_variation(host.tree, index, a, pv_length)),
+        )
+        for i, a in enumerate(listed)
+    )
+    root_value = float(np.clip(host.root_value[index], -1.0, 1.0))
+    return Analysis(
+        moves=moves,
+        visits=int(visits.sum()) + 1,
+        winrate=(root_value + 1.0) / 2.0,
+        score_lead=_finite(float(out["white_lead"][0]) * -mover),
+        score_stdev=_finite(float(out["score_stdev"][0])),
+        ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
+    )
 
 
 def lcb(

@@ -27,11 +27,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from gojax._atomic import atomic_file
 
 __all__ = ["PairCounts", "Rating", "fit_ratings", "pair_counts", "plot_ratings", "ratings_table"]
 
@@ -246,15 +247,9 @@ def save_figure(fig, path: str | os.PathLike) -> Path:
     import matplotlib.pyplot as plt
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=90)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with atomic_file(target, "wb") as handle:
+            fig.savefig(handle, format="png", dpi=90)
     finally:
         plt.close(fig)
     return target

@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gojax._atomic import write_atomic
+
 __all__ = [
     "Rendered",
     "Report",
@@ -552,20 +554,6 @@ class Report:
         return not self.errors and not self.stale
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _draw(plots: dict[str, Callable[[Path], None]], figures: Path, report: Report) -> None:
     """Draw each plot beside its target; replace the target only if the bytes differ."""
     figures.mkdir(parents=True, exist_ok=True)
@@ -629,7 +617,7 @@ def generate_report(
             stale = [n for n in changed if _block_text(old, n, file) != _block_text(new, n, file)]
             report.stale.append(f"{file}: block(s) {', '.join(stale)} out of date")
         else:
-            _write_atomic(file, new.encode("utf-8"))
+            write_atomic(file, new.encode("utf-8"))
             report.updated.append(f"{file} ({', '.join(changed)})")
 
     for name, result in rendered.items():

@@ -37,13 +37,14 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 import zlib
 from pathlib import Path
 from typing import Any
 
 import ml_collections
+
+from gojax._atomic import write_atomic
 
 __all__ = ["Cell", "cells_of", "default_config", "register", "run_sweep"]
 
@@ -254,20 +255,6 @@ def _board(config: ml_collections.ConfigDict, run_config: dict[str, Any]) -> dic
 # Files.
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
     path = workdir / MANIFEST
     if path.exists():
@@ -280,7 +267,7 @@ def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
             detail = "; ".join(f"{k}: {stored.get(k)!r} there, {settings[k]!r} now" for k in differ)
             raise ValueError(f"{workdir} holds a sweep with other settings ({detail})")
     else:
-        _write_atomic(path, json.dumps(settings, indent=2) + "\n")
+        write_atomic(path, json.dumps(settings, indent=2) + "\n")
 
 
 def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
@@ -459,7 +446,7 @@ def run_sweep(
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
             row = _play_cell(cell, agents, config, board, mesh, workdir)
-            _write_atomic(workdir / CELLS_DIR / f"{cell.id}.json", json.dumps(row, indent=2) + "\n")
+            write_atomic(workdir / CELLS_DIR / f"{cell.id}.json", json.dumps(row, indent=2) + "\n")
             if bar is not None:
                 bar.update(1)
     finally:
@@ -501,16 +488,16 @@ def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots
     writer.writeheader()
     for row in rows:
         writer.writerow({k: row[k] for k in CSV_FIELDS})
-    _write_atomic(workdir / "results.csv", buffer.getvalue())
+    write_atomic(workdir / "results.csv", buffer.getvalue())
     payload = {
         "cells": rows,
         "ratings": None
         if ratings is None
         else {k: dataclasses.asdict(v) for k, v in ratings.items()},
     }
-    _write_atomic(workdir / "results.json", json.dumps(payload, indent=2) + "\n")
+    write_atomic(workdir / "results.json", json.dumps(payload, indent=2) + "\n")
     if ratings is not None:
-        _write_atomic(workdir / "ratings.txt", ratings_table(ratings) + "\n")
+        write_atomic(workdir / "ratings.txt", ratings_table(ratings) + "\n")
     if not plots or not rows:
         return
     _plot_win_rates(rows, workdir / "win_rate_vs_simulations.png")

@@ -47,7 +47,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -58,9 +57,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from gojax import sgf
+from gojax._atomic import atomic_file, write_atomic
 from gojax._board import BLACK, WHITE, GoState, new_game, play, score
 from gojax._game import rules_of_record
 from gojax._replay import replay
+from gojax.cli import _positive
 from gojax.uct import random_rollout
 
 __all__ = [
@@ -641,27 +642,10 @@ def format_table(result: ValueMSEResult) -> str:
     return "\n".join(lines)
 
 
-def _write_atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: str) -> None:
-    """Write through ``write(handle)`` into a temporary file beside ``path``, then rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as handle:
-            write(handle)
-        umask = os.umask(0)  # mkstemp makes the file private; give it the usual mode
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_json(result: ValueMSEResult, path: str | os.PathLike) -> None:
     """Write ``result.to_json()`` to ``path`` atomically."""
     text = json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
-    _write_atomic(path, lambda handle: handle.write(text.encode("utf-8")), "wb")
+    write_atomic(path, text)
 
 
 _STATS_FIELDS = ("buckets", "count", "overall_count", "mse", "stderr", "overall", "overall_stderr")
@@ -748,7 +732,8 @@ def save_plot(result: ValueMSEResult, path: str | os.PathLike, *, min_positions:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
     fig.tight_layout()
-    _write_atomic(path, lambda handle: fig.savefig(handle, format="png", dpi=100), "wb")
+    with atomic_file(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=100)
     plt.close(fig)
 
 
@@ -763,16 +748,6 @@ def _counts_arg(text: str) -> tuple[int, ...]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,16, not {text!r}")
     return counts
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
-    return value
 
 
 def _symmetry_arg(text: str) -> int | str:
@@ -835,17 +810,17 @@ def register(commands) -> None:
     )
     parser.add_argument(
         "--positions-per-game",
-        type=_positive_int,
+        type=_positive,
         metavar="K",
         default=1,
         help="positions drawn from each game in each move-number bucket (default 1)",
     )
     parser.add_argument(
-        "--max-games", type=_positive_int, metavar="G", help="use the first G usable games"
+        "--max-games", type=_positive, metavar="G", help="use the first G usable games"
     )
     parser.add_argument(
         "--bucket-width",
-        type=_positive_int,
+        type=_positive,
         default=20,
         metavar="W",
         help="moves per bucket (default 20)",
@@ -862,7 +837,7 @@ def register(commands) -> None:
     )
     parser.add_argument(
         "--batch",
-        type=_positive_int,
+        type=_positive,
         default=512,
         metavar="B",
         help="games simulated at once (default 512)",
@@ -871,7 +846,7 @@ def register(commands) -> None:
     parser.add_argument("--out", metavar="PNG", help="write the plot here")
     parser.add_argument(
         "--min-positions",
-        type=_positive_int,
+        type=_positive,
         metavar="COUNT",
         default=10,
         help="leave buckets with fewer positions out of the plot (default 10)",

@@ -305,9 +305,13 @@ def _write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    """An argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
 
 

@@ -19,6 +19,13 @@ outputs back; ``"random"`` draws one per position from ``key``; ``"average"``
 evaluates all 8 and averages the post-processed outputs (probabilities,
 values, ownership), as KataGo does when it averages symmetries.
 
+AlphaGo Zero nets (``gojax.nn.AlphaGoZeroNet``, e.g. one trained by ``gojax
+train``) are evaluated with ``version="agz"``: 17 input planes, the policy
+and the tanh value. They have no score or ownership head, so ``white_lead``,
+``white_score_selfplay`` and ``score_stdev`` are 0, ``white_ownership`` is 0
+everywhere and ``no_result`` is 0; ``white_win`` is ``(1 + v) / 2`` for
+White's value ``v``.
+
 Everything is jittable; ``net``, ``version`` and ``symmetry`` are static:
 
 >>> model = load_model("g170-b6c96.bin.gz")                  # doctest: +SKIP
@@ -36,12 +43,14 @@ import jax
 import jax.numpy as jnp
 
 from gojax._board import GoState, legal_moves
+from gojax._features import agz_planes
 from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, transform_board, transform_planes
 from gojax.katago_features import katago_inputs
 from gojax.katago_outputs import postprocess
 from gojax.nn import KataGoNet, apply_in_chunks, default_chunk
 
 SYMMETRY_MODES = ("random", "average")
+AGZ = "agz"  # the ``version`` of AlphaGo Zero nets
 
 # Outputs that are maps over the board and must be mapped back through the symmetry.
 _BOARD_OUTPUTS = ("policy_logits", "ownership")
@@ -102,6 +111,41 @@ def _postprocess(
     return out
 
 
+def _agz_outputs(
+    net: Any, variables: Any, states: GoState, legal: jax.Array, symmetries: jax.Array
+) -> dict[str, jax.Array]:
+    """An AlphaGo Zero net's outputs in ``evaluate``'s format (see the module docstring)."""
+    planes = jax.vmap(agz_planes)(states)
+    raw = net.apply(variables, jax.vmap(transform_planes)(planes, symmetries), train=False)
+    logits = raw["policy_logits"].astype(jnp.float32)
+    board = jax.vmap(transform_board)(logits[:, :-1], inverse_symmetry(symmetries))
+    logits = jnp.concatenate([board, logits[:, -1:]], axis=-1)
+    policy = jax.nn.softmax(jnp.where(legal, logits, -jnp.inf), axis=-1)
+    value = raw["value"].astype(jnp.float32)  # the player to move's
+    white_win = (1.0 + jnp.where(states.to_play == 1, -value, value)) / 2.0
+    zeros = jnp.zeros_like(value)
+    return {
+        "policy": policy,
+        "white_win": white_win,
+        "white_loss": 1.0 - white_win,
+        "no_result": zeros,
+        "white_lead": zeros,
+        "white_score_selfplay": zeros,
+        "white_score_selfplay_sq": zeros,
+        "score_stdev": zeros,
+        "white_ownership": jnp.zeros(states.board.shape, jnp.float32),
+        "value": value,
+    }
+
+
+def _outputs(net, variables, states, spatial, global_features, legal, syms, version):
+    """Post-processed outputs of ``[B]`` positions under per-position symmetries ``syms``."""
+    if version == AGZ:
+        return _agz_outputs(net, variables, states, legal, syms)
+    raw = _apply_net(net, variables, spatial, global_features, syms)
+    return _postprocess(raw, states, legal, version)
+
+
 def evaluate(
     net: KataGoNet,
     variables: Any,
@@ -118,31 +162,34 @@ def evaluate(
       net: a ``KataGoNet`` (for a loaded file, ``model.module()``).
       variables: its ``{"params", "batch_stats"}``.
       states: ``[B]`` stacked states of one board size and rule preset.
-      version: KataGo model version of the net (8, 9 or 10), static.
+      version: KataGo model version of the net (8, 9 or 10), or ``"agz"`` for
+        an AlphaGo Zero net; static.
       symmetry: 0..7, ``"random"`` (needs ``key``) or ``"average"``, static.
       key: PRNG key for ``symmetry="random"``.
       symmetries: optional ``[B]`` int, one symmetry per position (may be
         traced); overrides ``symmetry``.
     """
     symmetry = check_symmetry(symmetry)
-    spatial, global_features = batch_inputs(states)
-    batch = spatial.shape[0]
+    batch = states.to_play.shape[0]
+    if version == AGZ:  # no KataGo features to compute
+        spatial = global_features = jnp.zeros((batch, 0), jnp.float32)
+    else:
+        spatial, global_features = batch_inputs(states)
     # KataGo judges legality in a finished game as if it went on, and always allows pass.
     live = states.replace(terminated=jnp.zeros_like(states.terminated))
     legal = jax.vmap(legal_moves)(live).at[:, -1].set(True)
 
     if symmetries is not None:
         syms = jnp.asarray(symmetries, jnp.int32).reshape(batch)
-        raw = _apply_net(net, variables, spatial, global_features, syms)
-        return {**_postprocess(raw, states, legal, version), "legal": legal}
+        out = _outputs(net, variables, states, spatial, global_features, legal, syms, version)
+        return {**out, "legal": legal}
 
     if symmetry == "average":
         spatial8 = _tile8(spatial)
         global8 = _tile8(global_features)
         syms = jnp.repeat(jnp.arange(NUM_SYMMETRIES, dtype=jnp.int32), batch)
-        raw = _apply_net(net, variables, spatial8, global8, syms)
         states8 = jax.tree.map(_tile8, states)
-        outs = _postprocess(raw, states8, _tile8(legal), version)
+        outs = _outputs(net, variables, states8, spatial8, global8, _tile8(legal), syms, version)
         mean = {k: v.reshape(NUM_SYMMETRIES, batch, *v.shape[1:]).mean(0) for k, v in outs.items()}
         return {**mean, "legal": legal}
 
@@ -152,8 +199,8 @@ def evaluate(
         syms = jax.random.randint(key, (batch,), 0, NUM_SYMMETRIES, dtype=jnp.int32)
     else:
         syms = jnp.full((batch,), symmetry, jnp.int32)
-    raw = _apply_net(net, variables, spatial, global_features, syms)
-    return {**_postprocess(raw, states, legal, version), "legal": legal}
+    out = _outputs(net, variables, states, spatial, global_features, legal, syms, version)
+    return {**out, "legal": legal}
 
 
 def make_evaluator(

@@ -41,6 +41,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from gojax._atomic import atomic_file, write_atomic
 from gojax.search import SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
@@ -447,14 +448,11 @@ def plot_learning_curve(
         if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
             ax.legend()
     fig.tight_layout()
-    target = Path(path)
-    tmp = target.with_name(f".{target.stem}.tmp{os.getpid()}.png")
     try:
-        fig.savefig(tmp, dpi=80)
-        os.replace(tmp, target)
+        with atomic_file(path, "wb") as handle:
+            fig.savefig(handle, format="png", dpi=80)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
 
 
 class _Metrics:
@@ -560,9 +558,8 @@ def evaluate(
     print("\n".join(lines))
     if workdir is not None:
         step = int(jax.device_get(state.step))
-        tmp = workdir / "eval.tmp.json"
-        tmp.write_text(json.dumps({"step": step, "results": rows}, indent=2) + "\n")
-        os.replace(tmp, workdir / "eval.json")
+        report = json.dumps({"step": step, "results": rows}, indent=2) + "\n"
+        write_atomic(workdir / "eval.json", report)
     return rows
 
 

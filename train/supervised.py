@@ -44,6 +44,7 @@ import ml_collections
 import numpy as np
 
 from gojax import sgf
+from gojax._atomic import write_atomic
 from gojax._board import GoState, legal_moves, play
 from gojax._game import rules_of_record, state_at
 from train import model as model_lib
@@ -445,9 +446,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
             return None
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         result = evaluate_holdout(spec, module, jax.device_get(variables), held)
-        tmp = workdir / "holdout.tmp.json"
-        tmp.write_text(json.dumps({"step": step, **result}, indent=2) + "\n")
-        os.replace(tmp, workdir / "holdout.json")
+        write_atomic(workdir / "holdout.json", json.dumps({"step": step, **result}, indent=2))
         return result
 
     guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)

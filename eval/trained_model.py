@@ -1,0 +1,72 @@
+"""A network from a ``gojax train`` run, usable wherever the engine takes a KataGo model.
+
+The GTP engine's players (``eval.players``) need what a loaded KataGo file
+offers: ``name``, ``variables``, ``version`` and ``module()``.
+:func:`load_trained_model` builds the same from a training workdir's
+checkpoint, so that ``gojax gtp --checkpoint runs/go9_tiny`` plays our own
+nets through the same search, analysis and time control:
+
+* KataGo-architecture presets (``tiny``, ``b6c96``, ...) are trained on
+  KataGo's version-8 features and evaluate exactly as a version-8 file;
+* AlphaGo Zero presets (``agz_*``) evaluate with ``version="agz"``
+  (``gojax.evaluate``): policy and value only, and only on the board size
+  they were trained on (their dense heads fix it), which ``board_sizes``
+  tells the engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import jax.numpy as jnp
+
+from gojax.evaluate import AGZ
+
+__all__ = ["TrainedModel", "load_trained_model"]
+
+# The KataGo model version whose inputs and outputs ``train/`` uses.
+KATAGO_VERSION = 8
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TrainedModel:
+    """One checkpoint's network, shaped like ``gojax.katago_model.KataGoModel`` for players."""
+
+    name: str
+    preset: str
+    variables: dict[str, Any]  # {"params", "batch_stats"}
+    version: int | str  # KATAGO_VERSION or gojax.evaluate.AGZ
+    board_sizes: tuple[int, ...] | None  # None: any size up to 19
+    step: int
+
+    def module(self, dtype: Any = jnp.float32):
+        """The flax module (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
+        from train.model import ModelSpec, build
+
+        return build(ModelSpec(self.preset, dtype=jnp.dtype(dtype).name))
+
+
+def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> TrainedModel:
+    """The network of checkpoint ``step`` (None: the newest) of the run in ``workdir``.
+
+    Raises ValueError naming the problem (no checkpoints, no such step, an
+    unreadable checkpoint).
+    """
+    from train.checkpoint import restore_variables
+    from train.model import ModelSpec
+
+    run = restore_variables(workdir, step)
+    preset = run.config["model"]["preset"]
+    spec = ModelSpec(preset)
+    size = int(run.config["board"]["size"])
+    name = f"{os.path.basename(os.path.normpath(os.fspath(workdir)))}@{run.step}"
+    return TrainedModel(
+        name=name,
+        preset=preset,
+        variables=run.variables,
+        version=KATAGO_VERSION if spec.is_katago else AGZ,
+        board_sizes=None if spec.is_katago else (size,),
+        step=run.step,
+    )

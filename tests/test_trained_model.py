@@ -1,0 +1,101 @@
+"""Our own checkpoints in the engine: AlphaGo Zero evaluation, sizes, GTP play."""
+
+from __future__ import annotations
+
+import argparse
+import io
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_gtp import ask, run
+from test_train_loop import tiny_config
+
+import gojax
+from eval.gtp import GTPServer, make_engine
+from eval.trained_model import load_trained_model
+from gojax.evaluate import AGZ, evaluate
+from train.loop import train
+from train.model import ModelSpec, build, encode, forward
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> str:
+    """A two-step 5x5 training run of an AlphaGo Zero net."""
+    workdir = tmp_path_factory.mktemp("run")
+    config = tiny_config()  # 5x5, agz_tiny
+    config.eval.num_games = 0
+    config.train.total_steps = 2
+    train(config, workdir)
+    return str(workdir)
+
+
+def positions(n: int = 4) -> gojax.GoState:
+    states = [gojax.new_game(5, komi=0.5)]
+    for action in (12, 7, 25, 13, 2):
+        states.append(gojax.play(states[-1], action))
+    return jax.tree.map(lambda *x: jnp.stack(x), *states[:n])
+
+
+def test_loads_the_newest_checkpoint_as_an_agz_model(run_dir):
+    model = load_trained_model(run_dir)
+    assert model.step == 2 and model.version == AGZ and model.board_sizes == (5,)
+    assert model.name.endswith("@2")
+    with pytest.raises(ValueError, match="no checkpoint at step 7"):
+        load_trained_model(run_dir, 7)
+
+
+def test_agz_evaluation_is_the_nets_own_output(run_dir):
+    model = load_trained_model(run_dir)
+    states = positions()
+    out = evaluate(model.module(), model.variables, states, version=AGZ, symmetry=0)
+    spec = ModelSpec(model.preset)
+    direct = forward(spec, build(spec), model.variables, encode(spec, states), train=False)
+    legal = jax.vmap(gojax.legal_moves)(states)
+    expected = jax.nn.softmax(jnp.where(legal, direct["policy_logits"], -jnp.inf), axis=-1)
+    np.testing.assert_allclose(out["policy"], expected, atol=1e-6)
+    np.testing.assert_allclose(out["value"], direct["value"], atol=1e-6)
+    # White's win probability from the mover's value: Black moves first.
+    white_value = np.where(np.asarray(states.to_play) == 1, -out["value"], out["value"])
+    np.testing.assert_allclose(out["white_win"], (1 + white_value) / 2, atol=1e-6)
+    assert np.all(np.asarray(out["white_ownership"]) == 0)
+    average = evaluate(model.module(), model.variables, states, version=AGZ, symmetry="average")
+    each = [
+        evaluate(model.module(), model.variables, states, version=AGZ, symmetry=k)["value"]
+        for k in range(8)
+    ]
+    np.testing.assert_allclose(average["value"], np.mean(each, axis=0), atol=1e-6)
+
+
+def _args(run_dir: str, **kwargs) -> argparse.Namespace:
+    options = dict(
+        player="auto",
+        model=None,
+        checkpoint=run_dir,
+        step=None,
+        visits=4,
+        rules="tromp-taylor",
+        komi=0.5,
+        size=None,
+        resign_threshold=None,
+        symmetry=None,
+        lag=0.0,
+        seed=0,
+    )
+    return argparse.Namespace(**(options | kwargs))
+
+
+def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
+    engine = make_engine(_args(run_dir))
+    assert engine.size == 5
+    server = GTPServer(engine, io.StringIO(), version="test")
+    assert ask(server, "boardsize 9") == "? unacceptable size"
+    replies = run(server, "clear_board\ngenmove b\ngenmove w\n")
+    moves = [r.removeprefix("= ") for r in replies[1:]]
+    assert all(m == "pass" or gojax.gtp_to_action(m, 5) is not None for m in moves)
+    assert ask(server, "showboard").startswith("=")
+    with pytest.raises(ValueError, match="plays only on 5x boards"):
+        make_engine(_args(run_dir, size=9))
+    with pytest.raises(ValueError, match="give one network"):
+        make_engine(_args(run_dir, model="x.bin.gz"))
