@@ -392,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     from eval.value_mse import register as register_value_mse
 
     register_value_mse(commands)
+    from eval.analysis import register as register_analysis
+
+    register_analysis(commands)
     from eval.sweep import register as register_sweep
 
     register_sweep(commands)

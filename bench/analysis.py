@@ -1,0 +1,170 @@
+"""Analysis engine throughput: a batch of queries against one query at a time, same run.
+
+Each query is a position of a KataGo self-play game (the reference SGF games,
+cut at a random move), analysed by ``eval.analysis.AnalysisEngine`` with the
+reference KataGo net (g170 b6c96) at 1 visit (the network alone) and at 64
+visits (PUCT search), symmetry random as in KataGo. Two ways to ask:
+
+* batched: all ``--queries`` lines handed to the engine at once, as ``gojax
+  analysis`` reads them when a client writes queries without waiting (the
+  engine replays, searches and evaluates them in batches of ``--batch-size``);
+* one at a time: one line, wait for the reply, the next line (a client that
+  waits, or a GTP-style engine); ``--single`` queries estimate its rate.
+
+Both are timed after compilation (a first run of the same shapes); positions
+are counted per second of wall time, host work (parsing, replies as JSON)
+included. The last line is JSON.
+
+    python bench/analysis.py                         # 1000 queries, 9x9, 1 and 64 visits
+    python bench/analysis.py --size 19 --queries 256 --visits 1 --batch-size 16 256
+    python bench/analysis.py --smoke                 # seconds, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for eval
+
+import gojax  # noqa: E402
+from eval.analysis import AnalysisEngine  # noqa: E402
+from gojax import sgf  # noqa: E402
+from gojax.katago_model import load_model  # noqa: E402
+
+REFERENCE = Path(
+    os.environ.get("GOJAX_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference")
+)
+MODEL = REFERENCE / "katago" / "g170-b6c96-s175395328-d26788732.bin.gz"
+
+
+def query_lines(size: int, count: int, visits: int, seed: int) -> list[str]:
+    """``count`` queries: positions cut at a random move from the reference games (KataGo
+    self-play, ``sgf/katago-9x9`` or ``katago-19x19``), one position each."""
+    folder = REFERENCE / "sgf" / f"katago-{size}x{size}"
+    records = [sgf.load(path) for path in sorted(folder.glob("*.sgf"))]
+    if not records:
+        raise SystemExit(f"no reference games in {folder}: set GOJAX_REFERENCE")
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(count):
+        record = records[i % len(records)]
+        cut = int(rng.integers(1, len(record.moves) + 1))
+        moves = [[colour, gojax.action_to_gtp(a, size)] for colour, a in record.moves[:cut]]
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "moves": moves,
+                    "rules": "tromp-taylor",
+                    "komi": record.komi,
+                    "boardXSize": size,
+                    "boardYSize": size,
+                    "maxVisits": visits,
+                }
+            )
+        )
+    return lines
+
+
+def check(replies: list[dict], count: int) -> None:
+    bad = [r for r in replies if "error" in r or "moveInfos" not in r]
+    if bad or len(replies) != count:
+        raise SystemExit(f"unexpected replies: {bad[:2]} ({len(replies)} for {count} queries)")
+
+
+def batched_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
+    """Seconds to answer all ``lines`` handed over at once, warm."""
+    engine.handle(lines[: engine.batch_size])  # compiles the batched shapes ...
+    if len(lines) % engine.batch_size:
+        engine.handle(lines[: len(lines) % engine.batch_size])  # ... and the last batch's
+    start = time.perf_counter()
+    replies = engine.handle(lines)
+    seconds = time.perf_counter() - start
+    check(replies, len(lines))
+    return seconds
+
+
+def single_seconds(engine: AnalysisEngine, lines: list[str], count: int) -> float:
+    """Seconds per query when each waits for the previous one's reply, warm."""
+    engine.handle(lines[-1:])  # compiles the single-query shapes
+    start = time.perf_counter()
+    for line in lines[:count]:
+        check(engine.handle([line]), 1)
+    return (time.perf_counter() - start) / count
+
+
+def write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--single", type=int, default=16, help="queries asked one at a time")
+    parser.add_argument("--size", type=int, choices=(9, 19), default=9)
+    parser.add_argument("--visits", type=int, nargs="+", default=[1, 64])
+    parser.add_argument("--batch-size", type=int, nargs="+", default=[256], help="one row each")
+    parser.add_argument("--symmetry", default="random", help="0..7, random or average")
+    parser.add_argument("--model", default=str(MODEL))
+    parser.add_argument("--json", help="also write the JSON summary to this file")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
+    args = parser.parse_args()
+    if args.smoke:
+        args.queries, args.single, args.visits, args.batch_size = 16, 2, [1, 4], [8]
+    symmetry = int(args.symmetry) if args.symmetry.isdigit() else args.symmetry
+    model = load_model(args.model)
+    engines = {b: AnalysisEngine(model, batch_size=b, symmetry=symmetry) for b in args.batch_size}
+
+    device = jax.devices()[0].device_kind
+    print(f"{model.name} on {device} ({platform.processor() or 'cpu'}), symmetry {symmetry}")
+    print(
+        f"{args.queries} positions from {args.size}x{args.size} KataGo games; "
+        f"{args.single} asked one at a time"
+    )
+    header = (
+        f"{'visits':>6}  {'batch':>5}  {'batched pos/s':>13}  {'one at a time':>13}  {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for visits in args.visits:
+        lines = query_lines(args.size, args.queries, visits, seed=visits)
+        single_rate = 1.0 / single_seconds(engines[args.batch_size[0]], lines, args.single)
+        for batch, engine in engines.items():
+            rate = args.queries / batched_seconds(engine, lines)
+            ratio = rate / single_rate
+            rows.append(
+                {
+                    "size": args.size,
+                    "visits": visits,
+                    "batch_size": batch,
+                    "queries": args.queries,
+                    "batched_positions_per_second": round(rate, 2),
+                    "single_positions_per_second": round(single_rate, 2),
+                    "ratio": round(ratio, 2),
+                }
+            )
+            print(
+                f"{visits:>6}  {batch:>5}  {rate:>13.1f}  {single_rate:>13.1f}  {ratio:>5.1f}x",
+                flush=True,
+            )
+    line = json.dumps({"device": device, "symmetry": symmetry, "rows": rows})
+    if args.json:
+        write_atomically(args.json, line + "\n")
+    print(line)
+
+
+if __name__ == "__main__":
+    main()

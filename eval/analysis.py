@@ -1,0 +1,1260 @@
+"""KataGo's JSON analysis protocol over batched search: ``gojax analysis``.
+
+One query per line on stdin, one JSON reply per analysed position on stdout,
+as KataGo's ``analysis`` command speaks it (see ``docs/analysis.md`` for the
+subset supported and the differences). What makes it fast is batching: the
+engine takes every query already waiting on stdin (up to ``batch_size``),
+replays all their games on the device at once (a jitted ``lax.scan`` over
+moves, vmapped over games, in segments of ``REPLAY_SEGMENT`` moves), and
+analyses every requested position of the same board size, rule set and visit
+budget in one batched search, or in one network evaluation at one visit.
+Batches are padded to powers of two so that a handful of compiled programs
+serve every batch.
+
+Pipeline for one batch of lines::
+
+    lines --parse_query--> Query --_replay_start/_segment (device)--> GoState [S]
+          --_take, search / evaluate (device)--> numbers --_reply--> JSON lines
+
+Every number inside is from the view of the player to move (as in
+``eval.players``); replies turn them to the perspective of
+``reportAnalysisWinratesAs`` (``BLACK``, ``WHITE`` or ``SIDETOMOVE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import io
+import json
+import math
+import os
+import select
+import sys
+import traceback
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, NamedTuple, TextIO
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from eval.engine import EngineError, rules_from_json
+from eval.players import Analysis, _policy_analysis, listed_actions, search_analysis
+from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE, GoState, legal_moves, new_game, play
+from gojax._coords import action_to_gtp, gtp_to_action
+from gojax._rules import RULE_PRESETS, get_rules
+
+REPORT_AS = ("BLACK", "WHITE", "SIDETOMOVE")
+MAX_VISITS = 1 << 16  # a visit budget is compiled into the search: keep programs sane
+MAX_KOMI = 400.0
+MAX_MOVES_PER_POINT = 4  # longest game record: 4 moves per point (1444 on 19x19)
+DEFAULT_PV_LENGTH = 15  # moves after the first, KataGo's analysisPVLen
+
+# KataGo rule names that our presets do not spell: (preset, whiteHandicapBonus,
+# default komi, what of the rules is not supported and replaced by area scoring).
+_KATAGO_NAMES = {
+    "japanese": ("chinese", "0", 6.5, "territory scoring"),
+    "korean": ("chinese", "0", 6.5, "territory scoring"),
+    "ancient-territory": ("chinese", "0", 6.5, "territory scoring with group tax"),
+    "ancient-area": ("chinese", "0", 7.5, "group tax"),
+    "stone-scoring": ("chinese", "0", 7.5, "group tax"),
+    "chinese-kgs": ("chinese-ogs", "N", 7.5, None),
+    "bga": ("aga", "N-1", 7.5, None),
+    "french": ("aga", "N-1", 7.5, None),
+    "aga-button": ("aga", "N-1", 7.0, "the button"),
+    "goe": ("tromp-taylor", "0", 7.5, None),
+    "ing": ("tromp-taylor", "0", 7.5, None),
+}
+_DEFAULT_KOMI = {"new-zealand": 7.0}  # KataGo's default komi where it is not 7.5
+_BONUS = {"none": "0", "n": "N", "n-1": "N-1"}
+
+# Query fields that are read and honoured.
+_FIELDS = {
+    "id",
+    "action",
+    "boardXSize",
+    "boardYSize",
+    "initialStones",
+    "initialPlayer",
+    "moves",
+    "analyzeTurns",
+    "rules",
+    "komi",
+    "whiteHandicapBonus",
+    "maxVisits",
+    "analysisPVLen",
+    "includeOwnership",
+    "includePolicy",
+    "overrideSettings",
+    "priority",
+    "priorities",
+}
+# KataGo fields that are accepted but have no effect here (a warning says so when set).
+_IGNORED_FIELDS = {
+    "rootPolicyTemperature",
+    "rootFpuReductionMax",
+    "includeOwnershipStdev",
+    "includeMovesOwnership",
+    "includeMovesOwnershipStdev",
+    "includePVVisits",
+    "includeNoResultValue",
+    "reportDuringSearchEvery",
+    "firstReportDuringSearchAfter",
+    "avoidMoves",
+    "allowMoves",
+}
+_SETTINGS = {"maxVisits", "analysisPVLen", "reportAnalysisWinratesAs"}  # in overrideSettings
+
+
+class QueryError(ValueError):
+    """A query that cannot be analysed: KataGo's ``{"id", "field", "error"}`` reply."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """One parsed analysis query: a game record and what to report on it."""
+
+    id: str
+    size: int
+    rules: str  # a preset of ``gojax._rules.RULE_PRESETS``
+    komi: float  # the komi the positions are scored with, handicap bonus included
+    setup: np.ndarray  # [P] int8 stones before the first move (+1 black, -1 white)
+    first_player: int  # +1 black, -1 white: to move at turn 0
+    colours: np.ndarray  # [T] int8 colour of each move
+    actions: np.ndarray  # [T] int32 action of each move (P = pass)
+    turns: tuple[int, ...]  # positions to analyse, ascending: turn t is after t moves
+    visits: int  # the root's visit budget (1: the network alone)
+    include_ownership: bool
+    include_policy: bool
+    pv_length: int  # moves of each principal variation after its first
+    report_as: str  # one of REPORT_AS
+
+    @property
+    def max_moves(self) -> int:
+        """The state's move cap: ``2 * size**2`` (pgx's), doubled for the rare games that
+        leave fewer than ``3 * size`` plies to search below their last position."""
+        cap = 2 * self.size * self.size
+        while cap < len(self.actions) + 3 * self.size:
+            cap *= 2
+        return cap
+
+
+# ----------------------------------------------------------------------------
+# Parsing
+
+
+def _integer(value: Any, field: str, low: int, high: int, message: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(field, message)
+    if not low <= value <= high or not float(value).is_integer():  # range first: no overflow
+        raise QueryError(field, message)
+    return int(value)
+
+
+def _komi(value: Any, field: str) -> float:
+    message = "Must be a integer or half-integer from -400.0 to 400.0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(field, message)
+    if not (abs(value) <= MAX_KOMI and float(2 * value).is_integer()):
+        raise QueryError(field, message)
+    return float(value)
+
+
+def _boolean(request: dict, field: str) -> bool:
+    value = request.get(field, False)
+    if not isinstance(value, bool):
+        raise QueryError(field, "Must be a boolean")
+    return value
+
+
+def _player(value: Any, field: str) -> int:
+    text = value.upper() if isinstance(value, str) else None
+    if text in ("B", "BLACK"):
+        return BLACK
+    if text in ("W", "WHITE"):
+        return WHITE
+    raise QueryError(field, 'Must be "b" or "w"')
+
+
+def _location(text: Any, size: int, field: str, allow_pass: bool) -> int:
+    """A GTP vertex (``"D4"``, ``"pass"``) or KataGo's ``"(x,y)"`` (y = 0 on top) → action."""
+    if not isinstance(text, str):
+        raise QueryError(field, "Must be an array of GTP board vertices")
+    stripped = text.strip()
+    try:
+        if stripped.startswith("(") and stripped.endswith(")"):
+            x, y = (int(part) for part in stripped[1:-1].split(","))
+            if not (0 <= x < size and 0 <= y < size):
+                raise ValueError(text)
+            action = y * size + x
+        else:
+            action = gtp_to_action(stripped, size)
+    except ValueError:
+        raise QueryError(field, f"Could not parse board location: {text}") from None
+    if action == size * size and not allow_pass:
+        raise QueryError(field, f"Could not parse board location: {text}")
+    return action
+
+
+def _moves(value: Any, size: int, field: str, allow_pass: bool) -> list[tuple[int, int]]:
+    shape = 'Must be an array of pairs of the form: ["b" or "w", GTP board vertex]'
+    if not isinstance(value, list):
+        raise QueryError(field, shape)
+    moves = []
+    for pair in value:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise QueryError(field, shape)
+        try:
+            colour = _player(pair[0], field)
+        except QueryError:
+            raise QueryError(field, f"Could not parse player: {pair[0]}") from None
+        moves.append((colour, _location(pair[1], size, field, allow_pass)))
+    return moves
+
+
+def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
+    """KataGo's ``rules`` (a name or a JSON object) → ``(preset, whiteHandicapBonus,
+    default komi, warning)``.
+
+    Rules that score by territory, tax groups or have a button are replaced by
+    the nearest area-scoring preset with the same ko and suicide rules, with a
+    warning (as KataGo does when a network does not support some rules).
+
+    >>> parse_rules("japanese")[:3]
+    ('chinese', '0', 6.5)
+    """
+    if isinstance(value, str):
+        key = value.strip().lower().replace("_", "-").replace(" ", "-")
+        if key in _KATAGO_NAMES:
+            preset, bonus, komi, missing = _KATAGO_NAMES[key]
+        else:
+            try:
+                preset = get_rules(key).name
+            except ValueError:
+                raise QueryError("rules", f"Could not parse rules: {value}") from None
+            bonus = _BONUS[RULE_PRESETS[preset].handicap_bonus]
+            komi, missing = _DEFAULT_KOMI.get(preset, 7.5), None
+        warning = None
+        if missing:
+            warning = f"Rules {value} not supported ({missing}), using {preset} instead"
+        return preset, bonus, komi, warning
+    if not isinstance(value, dict):
+        raise QueryError(
+            "rules",
+            'Must specify rules string, such as "chinese" or "tromp-taylor", '
+            "or a JSON object with detailed rules parameters.",
+        )
+    fields = dict(value)
+    bonus = fields.pop("whiteHandicapBonus", None)
+    fields.pop("friendlyPassOk", None)  # only changes how KataGo ends games by passing
+    komi = fields.pop("komi", None)
+    fields.setdefault("ko", "POSITIONAL")  # KataGo's defaults for a JSON object
+    fields.setdefault("suicide", True)
+    missing = []
+    if str(fields.get("scoring", "AREA")).upper() != "AREA":
+        missing.append("territory scoring")
+        fields["scoring"] = "AREA"
+        komi = 6.5 if komi is None else komi
+    if str(fields.get("tax", "NONE")).upper() != "NONE":
+        missing.append("group tax")
+        fields["tax"] = "NONE"
+    if fields.get("hasButton", False):
+        missing.append("the button")
+        fields["hasButton"] = False
+    try:
+        preset = rules_from_json(fields)
+    except (EngineError, TypeError):
+        raise QueryError("rules", f"Could not parse rules: {json.dumps(value)}") from None
+    if bonus is None:
+        bonus = _BONUS[RULE_PRESETS[preset].handicap_bonus]
+    bonus = _handicap_rule(bonus, "rules")
+    komi = _DEFAULT_KOMI.get(preset, 7.5) if komi is None else _komi(komi, "rules")
+    warning = None
+    if missing:
+        warning = f"Rules {json.dumps(value)} not supported ({', '.join(missing)}), "
+        warning += f"using {preset} instead"
+    return preset, bonus, float(komi), warning
+
+
+def _handicap_rule(value: Any, field: str) -> str:
+    text = str(value).strip().upper() if isinstance(value, str | int) else None
+    if text not in ("0", "N", "N-1"):
+        raise QueryError(field, 'Must be "0", "N" or "N-1"')
+    return text
+
+
+def handicap_stones(setup: np.ndarray, moves: list[tuple[int, int]], size: int) -> int:
+    """How many handicap stones White is compensated for, as KataGo counts them.
+
+    Black's setup stones plus the Black moves that open the game (a lone
+    White pass between them does not end the opening; two White moves in a
+    row mean a set-up problem, not a handicap). None with White setup
+    stones, and fewer than two is no handicap.
+    """
+    if np.any(setup == WHITE):
+        return 0
+    opening = 0
+    for i, (colour, action) in enumerate(moves):
+        if colour != BLACK:
+            if i + 1 < len(moves) and moves[i + 1][0] != BLACK:
+                opening = 0
+                break
+            if action == size * size:
+                continue
+            break
+        if action != size * size:
+            opening += 1
+    stones = int(np.sum(setup == BLACK)) + opening
+    return stones if stones > 1 else 0
+
+
+def _position(request: dict) -> tuple[int, np.ndarray, list[tuple[int, int]], int]:
+    """``(size, setup [P], moves, first player)`` of a query."""
+    size_error = f"Must provide an integer from {MIN_SIZE} to {MAX_SIZE}"
+    for field in ("boardXSize", "boardYSize"):
+        if field not in request:
+            raise QueryError(field, size_error)
+    width = _integer(request["boardXSize"], "boardXSize", MIN_SIZE, MAX_SIZE, size_error)
+    size = _integer(request["boardYSize"], "boardYSize", MIN_SIZE, MAX_SIZE, size_error)
+    if width != size:
+        raise QueryError("boardYSize", f"Only square boards are supported, not {width}x{size}")
+    setup = np.zeros(size * size, np.int8)
+    for colour, action in _moves(request.get("initialStones", []), size, "initialStones", False):
+        setup[action] = colour
+    if "moves" not in request:
+        raise QueryError("moves", "Must specify an array of [player,location] pairs")
+    moves = _moves(request["moves"], size, "moves", True)
+    limit = MAX_MOVES_PER_POINT * size * size
+    if len(moves) > limit:
+        raise QueryError("moves", f"Too many moves ({len(moves)}), at most {limit} on this board")
+    if "initialPlayer" in request:
+        first = _player(request["initialPlayer"], "initialPlayer")
+    elif moves:
+        first = moves[0][0]
+    else:  # KataGo: White moves first after handicap stones
+        first = WHITE if handicap_stones(setup, [], size) else BLACK
+    return size, setup, moves, first
+
+
+def _turns(request: dict, moves: int) -> tuple[int, ...]:
+    """The turns to analyse, ascending (default: the last position)."""
+    if "priority" in request:  # only checked: every turn of a batch finishes together
+        _integer(request["priority"], "priority", -(1 << 62), 1 << 62, "Must be an integer")
+    if "priorities" in request and not (
+        isinstance(request["priorities"], list) and "analyzeTurns" in request
+    ):
+        raise QueryError("priorities", "Must be an array of integers matching analyzeTurns")
+    if "analyzeTurns" not in request:
+        return (moves,)
+    turns = request["analyzeTurns"]
+    message = "Must specify an array of integers indicating turns to analyze"
+    if not isinstance(turns, list):
+        raise QueryError("analyzeTurns", message)
+    for turn in turns:
+        bad = f"Invalid turn number: {turn}" if isinstance(turn, int) else message
+        _integer(turn, "analyzeTurns", 0, moves, bad)
+    return tuple(sorted({int(t) for t in turns}))
+
+
+def _scoring(
+    request: dict, setup: np.ndarray, moves: list[tuple[int, int]], size: int
+) -> tuple[str, float, str | None]:
+    """``(preset, komi with the handicap bonus, warning)`` of a query."""
+    if "rules" not in request:
+        raise QueryError(
+            "rules",
+            'Must specify rules string, such as "chinese" or "tromp-taylor", '
+            "or a JSON object with detailed rules parameters.",
+        )
+    rules, bonus, komi, warning = parse_rules(request["rules"])
+    if "komi" in request:
+        komi = _komi(request["komi"], "komi")
+    if "whiteHandicapBonus" in request:
+        bonus = _handicap_rule(request["whiteHandicapBonus"], "whiteHandicapBonus")
+    stones = handicap_stones(setup, moves, size)
+    komi += {"0": 0, "N": stones, "N-1": max(stones - 1, 0)}[bonus]
+    return rules, komi, warning
+
+
+def _options(
+    request: dict, visits: int, report_as: str, warnings: list[tuple[str, str]]
+) -> tuple[int, int, str]:
+    """``(visits, pv length, perspective)``: the query's fields over ``overrideSettings``
+    over the engine's defaults."""
+    budget_error = f"Must be an integer from 1 to {MAX_VISITS}"
+    pv_error = "Must be an integer from 1 to 1000"
+    settings = request.get("overrideSettings", {})
+    if not isinstance(settings, dict):
+        raise QueryError("overrideSettings", "Must be an object")
+    unknown = sorted(set(settings) - _SETTINGS)
+    if unknown:
+        message = f"Unknown or unsupported config params: {','.join(unknown)}"
+        warnings.append(("overrideSettings", message))
+    pv_length = DEFAULT_PV_LENGTH
+    if "maxVisits" in settings:
+        visits = _integer(settings["maxVisits"], "overrideSettings", 1, MAX_VISITS, budget_error)
+    if "analysisPVLen" in settings:
+        pv_length = _integer(settings["analysisPVLen"], "overrideSettings", 1, 1000, pv_error)
+    if "reportAnalysisWinratesAs" in settings:
+        report_as = str(settings["reportAnalysisWinratesAs"]).upper()
+        report_as = {"B": "BLACK", "W": "WHITE"}.get(report_as, report_as)
+        if report_as not in REPORT_AS:
+            message = "reportAnalysisWinratesAs must be " + "|".join(REPORT_AS)
+            raise QueryError("overrideSettings", message)
+    if "maxVisits" in request:
+        visits = _integer(request["maxVisits"], "maxVisits", 1, MAX_VISITS, budget_error)
+    if "analysisPVLen" in request:
+        pv_length = _integer(request["analysisPVLen"], "analysisPVLen", 1, 1000, pv_error)
+    return visits, pv_length, report_as
+
+
+def parse_query(
+    request: dict, *, visits: int, report_as: str
+) -> tuple[Query, list[tuple[str, str]]]:
+    """Check one analysis query and return it with its ``(field, warning)`` list.
+
+    Args:
+      request: the decoded JSON object.
+      visits: the visit budget when the query names none.
+      report_as: the default perspective of reported numbers.
+
+    Raises QueryError naming the field for anything that cannot be analysed.
+    """
+    if not isinstance(request.get("id"), str):
+        raise QueryError("id", 'Request must have a string "id" field')
+    warnings: list[tuple[str, str]] = []
+    size, setup, moves, first = _position(request)
+    turns = _turns(request, len(moves))
+    rules, komi, warning = _scoring(request, setup, moves, size)
+    if warning:
+        warnings.append(("rules", warning))
+    visits, pv_length, report_as = _options(request, visits, report_as, warnings)
+    include_ownership = _boolean(request, "includeOwnership")
+    include_policy = _boolean(request, "includePolicy")
+    for field in sorted(set(request) - _FIELDS):
+        if field not in _IGNORED_FIELDS:
+            warnings.append((field, "Unexpected or unused field, do you have a typo?"))
+        elif request[field] not in (False, None, [], {}):
+            warnings.append((field, "Not supported by this engine, ignored"))
+    query = Query(
+        id=request["id"],
+        size=size,
+        rules=rules,
+        komi=komi,
+        setup=setup,
+        first_player=first,
+        colours=np.asarray([c for c, _ in moves], np.int8),
+        actions=np.asarray([a for _, a in moves], np.int32),
+        turns=turns,
+        visits=visits,
+        include_ownership=include_ownership,
+        include_policy=include_policy,
+        pv_length=pv_length,
+        report_as=report_as,
+    )
+    return query, warnings
+
+
+# ----------------------------------------------------------------------------
+# Device side: replay, search, evaluation
+
+
+def _bucket(n: int, limit: int | None = None, smallest: int = 1) -> int:
+    """The padded size of ``n`` items: a power of two, at least ``smallest``, at most ``limit``."""
+    padded = max(smallest, 1 << max(n - 1, 0).bit_length())
+    return padded if limit is None else max(n, min(padded, limit))
+
+
+def _where(mask: jax.Array, new: Any, old: Any) -> Any:
+    """Per-game select between two stacked pytrees (``mask [Q]``)."""
+
+    def pick(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)), a, b)
+
+    return jax.tree.map(pick, new, old)
+
+
+def _resume(states: GoState) -> GoState:
+    """Finished games (two passes) made live again, so that they can be played on and searched."""
+    over = states.terminated
+    return states.replace(
+        terminated=jnp.zeros_like(over),
+        passes=jnp.where(over, jnp.zeros_like(states.passes), states.passes),
+    )
+
+
+REPLAY_SEGMENT = 16  # moves per replay call: the move count never shapes a program
+
+
+def _fresh(board, to_play, komi, captures, like: GoState) -> GoState:
+    """A new game of ``like``'s size and rules from ``board``: history forgotten."""
+    state = new_game(
+        like.size,
+        komi=komi,
+        rules=like.rules,
+        max_moves=like.max_moves,
+        board=board,
+        to_play=to_play,
+    )
+    return state.replace(captures=captures)
+
+
+@functools.partial(jax.jit, static_argnames=("size", "rules", "max_moves", "positions"))
+def _replay_start(
+    setup: jax.Array,
+    first: jax.Array,
+    komi: jax.Array,
+    *,
+    size: int,
+    rules: str,
+    max_moves: int,
+    positions: int,
+) -> tuple[GoState, GoState, jax.Array]:
+    """The games at turn 0: ``(states [Q], kept [positions] (empty), bad_setup [Q] bool)``.
+
+    Args:
+      setup: ``[Q, P]`` int8 stones before the first move.
+      first: ``[Q]`` int8 player to move at turn 0.
+      komi: ``[Q]`` float32.
+
+    ``bad_setup`` flags setups with stones that have no liberties.
+    """
+    games = first.shape[0]
+    like = new_game(size, rules=rules, max_moves=max_moves)
+    fresh = functools.partial(_fresh, like=like)
+    states = jax.vmap(fresh)(setup, first, komi, jnp.zeros((games, 2), jnp.int16))
+    stones = states.board != 0
+    chain = jnp.where(stones, states.chain, 0).astype(jnp.int32)
+    chain_liberties = jnp.take_along_axis(states.liberties, chain, axis=1)
+    bad_setup = jnp.any(stones & (chain_liberties == 0), axis=1)
+    kept = jax.tree.map(lambda x: jnp.zeros((positions,) + x.shape[1:], x.dtype), states)
+    return states, kept, bad_setup
+
+
+@functools.partial(jax.jit, donate_argnames=("states", "kept"))
+def _replay_segment(
+    states: GoState,
+    kept: GoState,
+    illegal: jax.Array,
+    komi: jax.Array,
+    colours: jax.Array,
+    actions: jax.Array,
+    turns: jax.Array,
+    lengths: jax.Array,
+    targets: jax.Array,
+) -> tuple[GoState, GoState, jax.Array]:
+    """Play ``L`` more turns of ``Q`` games, keeping the positions asked for.
+
+    Step ``l`` first keeps the position at turn ``turns[l]`` (after that many
+    moves) in ``kept[targets[:, l]]`` (an index past the end keeps nothing),
+    then plays move ``turns[l]`` of the games that have it.
+
+    Args:
+      states: ``[Q]`` the games at turn ``turns[0]``; kept: ``[S]`` positions so far.
+      illegal: ``[Q]`` int32 the first illegal move of each game, -1 if none
+        (a game stops there).
+      komi: ``[Q]`` float32, for games rebuilt when a player moves out of turn.
+      colours, actions: ``[Q, L]`` the moves; turns: ``[L]`` int32 their numbers.
+      lengths: ``[Q]`` int32 moves of each game.
+      targets: ``[Q, L]`` int32 where to keep each position.
+
+    A move by the player not to move hands them the turn and forgets the
+    history (ko, superko, past moves), as KataGo and GTP engines do; a move
+    after two passes resumes the game.
+    """
+    games = illegal.shape[0]
+    rows = jnp.arange(games)
+
+    def step(carry, inputs):
+        states, kept, illegal = carry
+        colour, action, turn, target = inputs
+        live = _resume(states)
+        kept = jax.tree.map(lambda b, x: b.at[target].set(x, mode="drop"), kept, live)
+        active = (turn < lengths) & (illegal < 0)
+        switch = active & (colour != states.to_play)
+        # Rebuilding a game labels its chains again: only when some game needs it.
+        mover = jax.lax.cond(
+            jnp.any(switch),
+            lambda: _where(
+                switch,
+                jax.vmap(functools.partial(_fresh, like=states))(
+                    states.board, colour, komi, states.captures
+                ),
+                states,
+            ),
+            lambda: states,
+        )
+        mover = _resume(mover)
+        legal = jax.vmap(legal_moves)(mover)[rows, action]
+        illegal = jnp.where(active & ~legal, turn, illegal)
+        played = jax.vmap(play)(mover, action)
+        return (_where(active & legal, played, states), kept, illegal), None
+
+    inputs = (colours.T, actions.T, turns, targets.T)
+    (states, kept, illegal), _ = jax.lax.scan(step, (states, kept, illegal), inputs)
+    return states, kept, illegal
+
+
+@jax.jit
+def _take(states: GoState, rows: jax.Array) -> GoState:
+    """``states[rows]`` for every field, as one program."""
+    return jax.tree.map(lambda x: x[rows], states)
+
+
+class _Ends(NamedTuple):
+    """What ``principal_variation`` reads of the tree's states: which nodes end the game."""
+
+    terminated: jax.Array  # [B, N] bool
+
+
+def _device_functions(model: Any, symmetry: int | str):
+    """Jitted ``search(variables, states, key, config)`` with a host-sized tree, and
+    ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
+    (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``)."""
+    from gojax.evaluate import evaluate
+    from gojax.search import katago_evaluator, search
+
+    net, version = model.module(), model.version
+
+    @functools.partial(jax.jit, static_argnames="config")
+    def run_search(variables, states, key, config):
+        evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
+        result = search(evaluator, states, key, config)
+        # Only the root's prior and the statistics a PV needs go to the host, not the states.
+        tree = result.tree.replace(
+            embeddings=_Ends(result.tree.embeddings.terminated),
+            children_prior_logits=result.tree.children_prior_logits[:, :1],
+        )
+        return result.replace(tree=tree)
+
+    @jax.jit
+    def run_evaluate(variables, states, actions, key):
+        batch, listed = actions.shape
+        if listed:
+            children = jax.vmap(jax.vmap(play, in_axes=(None, 0)))(states, actions)
+            states = jax.tree.map(
+                lambda r, c: jnp.concatenate([r[:, None], c], axis=1).reshape(
+                    (batch * (1 + listed),) + r.shape[1:]
+                ),
+                states,
+                children,
+            )
+        out = evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)
+        return {k: v.reshape((batch, 1 + listed) + v.shape[1:]) for k, v in out.items()}
+
+    return run_search, run_evaluate
+
+
+# ----------------------------------------------------------------------------
+# Replies
+
+
+def _round(values: Any, digits: int = 7) -> np.ndarray:
+    """Values rounded to ``digits`` significant digits (float32 carries no more), NaN → 0."""
+    x = np.nan_to_num(np.asarray(values, np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    magnitude = np.floor(np.log10(np.maximum(np.abs(x), 1e-30)))
+    scale = 10.0 ** (digits - 1 - magnitude)
+    return np.round(x * scale) / scale
+
+
+def _num(x: float) -> float:
+    """One value with 7 significant digits (NaN and infinities → 0), cheaper than ``_round``."""
+    x = float(x)
+    return float(f"{x:.7g}") if math.isfinite(x) else 0.0
+
+
+def _keeps_sign(report_as: str, mover: int) -> bool:
+    """Whether numbers from the mover's view are already in the reported perspective."""
+    return report_as == "SIDETOMOVE" or (report_as == "BLACK") == (mover == BLACK)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Result:
+    """One analysed position on the host."""
+
+    analysis: Analysis  # the mover's view
+    out: dict[str, np.ndarray]  # network outputs, row 0 the root, row 1 + i after move i
+    mover: int
+    searched: bool  # whether out has a row per listed move
+
+
+def _reply(query: Query, turn: int, result: _Result) -> dict:
+    """KataGo's analysis reply for one position."""
+    size, mover, out = query.size, result.mover, result.out
+    keep = _keeps_sign(query.report_as, mover)
+
+    def rate(x):  # a probability from the mover's view
+        return _num(x if keep else 1.0 - x)
+
+    def points(x):  # a score from the mover's view
+        return _num(x if keep else -x)
+
+    infos = []
+    for i, move in enumerate(result.analysis.moves):
+        row = 1 + i if result.searched else 0
+        lead = points(move.score_lead)
+        infos.append(
+            {
+                "move": action_to_gtp(move.action, size),
+                "visits": move.visits,
+                "edgeVisits": move.visits,
+                "winrate": rate(move.winrate),
+                "scoreLead": lead,
+                "scoreMean": lead,
+                "scoreSelfplay": points(float(out["white_score_selfplay"][row]) * -mover),
+                "scoreStdev": _num(out["score_stdev"][row]),
+                "prior": _num(move.prior),
+                "lcb": rate(move.lcb),
+                "order": move.order,
+                "pv": [action_to_gtp(a, size) for a in move.pv[: query.pv_length + 1]],
+            }
+        )
+    analysis = result.analysis
+    raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
+    raw_winrate = 1.0 - raw_winrate if mover == BLACK else raw_winrate
+    root = {
+        "visits": analysis.visits,
+        "winrate": rate(analysis.winrate),
+        "scoreLead": points(analysis.score_lead),
+        "scoreSelfplay": points(float(out["white_score_selfplay"][0]) * -mover),
+        "scoreStdev": _num(analysis.score_stdev),
+        "currentPlayer": "B" if mover == BLACK else "W",
+        "rawWinrate": rate(raw_winrate),
+        "rawLead": points(float(out["white_lead"][0]) * -mover),
+        "rawScoreSelfplay": points(float(out["white_score_selfplay"][0]) * -mover),
+        "rawScoreSelfplayStdev": _num(out["score_stdev"][0]),
+        "rawNoResultProb": _num(out["no_result"][0]),
+        "rawStWrError": _num(0.5 * out["shortterm_winloss_error"][0]),
+        "rawStScoreError": _num(out["shortterm_score_error"][0]),
+        "rawVarTimeLeft": _num(out["var_time_left"][0]),
+    }
+    reply = {
+        "id": query.id,
+        "isDuringSearch": False,
+        "moveInfos": infos,
+        "rootInfo": root,
+        "turnNumber": turn,
+    }
+    if query.include_ownership:
+        ownership = analysis.ownership if keep else -analysis.ownership
+        reply["ownership"] = _round(ownership).tolist()
+    if query.include_policy:
+        policy = np.where(out["legal"][0], out["policy"][0], -1.0)
+        reply["policy"] = _round(policy).tolist()
+    return reply
+
+
+# ----------------------------------------------------------------------------
+# The engine
+
+
+class AnalysisEngine:
+    """Answers batches of KataGo analysis queries with one network.
+
+    Args:
+      model: a loaded ``KataGoModel`` (``gojax.katago_model.load_model``).
+      symmetry: board symmetry of every network evaluation: 0..7, ``"random"``
+        (one per evaluation, as KataGo does) or ``"average"`` (all 8).
+      visits: the visit budget of queries that name no ``maxVisits``.
+      batch_size: most positions searched or evaluated at once (and most
+        queries replayed at once); batches are padded to powers of two.
+      min_batch: the smallest padded batch (at most ``batch_size``): fewer
+        compiled programs, at the cost of padding small batches.
+      report_as: default perspective of win rates, scores and ownership.
+      moves_listed: most candidate moves reported per position.
+      c_puct: PUCT exploration constant of the search.
+      seed: for random symmetries.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        symmetry: int | str = "random",
+        visits: int = 64,
+        batch_size: int = 256,
+        min_batch: int = 1,
+        report_as: str = "BLACK",
+        moves_listed: int = 16,
+        c_puct: float = 1.25,
+        seed: int = 0,
+    ) -> None:
+        from gojax.evaluate import check_symmetry
+
+        if report_as not in REPORT_AS:
+            raise ValueError(f"report_as must be one of {REPORT_AS}, not {report_as!r}")
+        if not 1 <= visits <= MAX_VISITS:
+            raise ValueError(f"visits must be in 1..{MAX_VISITS}, not {visits}")
+        if batch_size < 1 or min_batch < 1 or moves_listed < 1:
+            raise ValueError("batch_size, min_batch and moves_listed must be positive")
+        self.model = model
+        self.symmetry = check_symmetry(symmetry)
+        self.visits = int(visits)
+        self.batch_size = int(batch_size)
+        self.min_batch = min(int(min_batch), self.batch_size)
+        self.report_as = report_as
+        self.moves_listed = int(moves_listed)
+        self.c_puct = float(c_puct)
+        self._key = jax.random.key(seed)
+        self._calls = 0
+        self._search, self._evaluate = _device_functions(model, self.symmetry)
+
+    def _next_key(self) -> jax.Array:
+        self._calls += 1
+        return jax.random.fold_in(self._key, self._calls)
+
+    # -- one batch of lines ----------------------------------------------------
+
+    def handle(self, lines: Iterable[str]) -> list[dict]:
+        """Replies to a batch of query lines, in the order of the lines.
+
+        Errors and warnings about a line come first, then its query's results
+        by turn. All queries of the batch are analysed together.
+        """
+        entries: list[tuple[list[dict], int | None]] = []  # replies, index into pending
+        pending: list[Query] = []
+        cancelled: list[set[int]] = []  # per pending query: turns a terminate action stopped
+        for line in lines:
+            if not line.strip():
+                continue
+            replies, query = self._parse_line(line, pending, cancelled)
+            if query is None:
+                entries.append((replies, None))
+                continue
+            entries.append((replies, len(pending)))
+            pending.append(query)
+            cancelled.append(set())
+        live = [
+            (i, dataclasses.replace(q, turns=tuple(t for t in q.turns if t not in cancelled[i])))
+            for i, q in enumerate(pending)
+        ]
+        live = [(i, q) for i, q in live if q.turns]
+        try:
+            results = self.analyse([q for _, q in live])
+        except Exception as err:  # a failure of the device must not end the stream
+            traceback.print_exc(file=sys.stderr)
+            message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
+            results = [[{"error": message, "id": q.id}] for _, q in live]
+        analysed = dict(zip([i for i, _ in live], results, strict=True))
+        out = []
+        for replies, index in entries:
+            out.extend(replies)
+            if index is None:
+                continue
+            query, results = pending[index], analysed.get(index, [])
+            if any("error" in r for r in results):
+                out.extend(results)
+                continue
+            by_turn = {r["turnNumber"]: r for r in results}
+            for turn in query.turns:
+                if turn in cancelled[index]:
+                    stopped = {"id": query.id, "isDuringSearch": False, "noResults": True}
+                    out.append(stopped | {"turnNumber": turn})
+                else:
+                    out.append(by_turn[turn])
+        return out
+
+    def _parse_line(
+        self, line: str, pending: list[Query], cancelled: list[set[int]]
+    ) -> tuple[list[dict], Query | None]:
+        try:
+            request = json.loads(line)
+        except (ValueError, RecursionError):
+            text = line.rstrip("\n")
+            return [{"error": f"could not parse input line as json request: {text}"}], None
+        if not isinstance(request, dict):
+            text = line.strip()
+            return [{"error": f"Request line was valid json but was not an object: {text}"}], None
+        ident = request.get("id")
+        if not isinstance(ident, str):
+            return [{"error": 'Request must have a string "id" field'}], None
+        if "action" in request:
+            return [self._action(request, pending, cancelled)], None
+        try:
+            query, warnings = parse_query(request, visits=self.visits, report_as=self.report_as)
+        except QueryError as err:
+            return [{"error": err.message, "field": err.field, "id": ident}], None
+        replies = [{"field": f, "id": ident, "warning": w} for f, w in warnings]
+        return replies, query
+
+    def _action(self, request: dict, pending: list[Query], cancelled: list[set[int]]) -> dict:
+        """The special actions: ``query_version``, ``query_models``, ``clear_cache``,
+        ``terminate`` and ``terminate_all``."""
+        action, ident = request["action"], request["id"]
+        if action == "query_version":
+            return request | {"version": _version(), "git_hash": "<omitted>"}
+        if action == "query_models":
+            model = self.model
+            name = getattr(model, "name", "model")
+            info = {
+                "name": os.path.basename(str(getattr(model, "path", name))),
+                "internalName": name,
+                "maxBatchSize": self.batch_size,
+                "usesHumanSLProfile": False,
+                "version": model.version,
+                "usingFP16": "false",
+            }
+            return request | {"models": [info]}
+        if action == "clear_cache":  # there is no cache of evaluations to clear
+            return request
+        if action in ("terminate", "terminate_all"):
+            target = request.get("terminateId")
+            if action == "terminate" and not isinstance(target, str):
+                return {
+                    "error": 'A terminate action needs a string "terminateId" field',
+                    "field": "terminateId",
+                    "id": ident,
+                }
+            turns = request.get("turnNumbers")
+            if turns is not None and not (
+                isinstance(turns, list)
+                and all(isinstance(t, int) and not isinstance(t, bool) for t in turns)
+            ):
+                return {
+                    "error": "Must be an array of integers indicating turns to terminate",
+                    "field": "turnNumbers",
+                    "id": ident,
+                }
+            for query, stopped in zip(pending, cancelled, strict=True):
+                if action == "terminate_all" or query.id == target:
+                    stopped.update(t for t in query.turns if turns is None or t in turns)
+            return request
+        return {
+            "error": "'action' field must be 'query_version' or 'query_models' or "
+            "'clear_cache' or 'terminate' or 'terminate_all'",
+            "field": "action",
+            "id": ident,
+        }
+
+    # -- analysis ----------------------------------------------------------------
+
+    def analyse(self, queries: list[Query]) -> list[list[dict]]:
+        """Analyse every requested turn of ``queries``; per query its replies by turn,
+        or one error reply (an illegal move, a setup without liberties).
+
+        Queries of one board size, rule set and move cap are replayed together
+        (``batch_size`` at a time); the positions of each replay with the same
+        visit budget are searched together (``batch_size`` at a time).
+        """
+        replies: list[list[dict]] = [[] for _ in queries]
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for i, query in enumerate(queries):
+            groups[(query.size, query.rules, query.max_moves)].append(i)
+        for (size, rules, max_moves), members in groups.items():
+            for chunk in _chunks(members, self.batch_size):
+                kept, failures, firsts = self._replay_chunk(
+                    [queries[i] for i in chunk], size, rules, max_moves
+                )
+                by_visits: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+                for i, failure, first in zip(chunk, failures, firsts, strict=True):
+                    if failure is not None:
+                        replies[i] = [failure]
+                        continue
+                    for k, turn in enumerate(queries[i].turns):
+                        by_visits[queries[i].visits].append((i, turn, first + k))
+                for visits, items in sorted(by_visits.items()):
+                    for part in _chunks(items, self.batch_size):
+                        results = self._analyse_positions(
+                            kept,
+                            [index for _, _, index in part],
+                            visits,
+                            [queries[i].pv_length for i, _, _ in part],
+                        )
+                        for (i, turn, _), result in zip(part, results, strict=True):
+                            replies[i].append(_reply(queries[i], turn, result))
+        return replies
+
+    def _replay_chunk(
+        self, queries: list[Query], size: int, rules: str, max_moves: int
+    ) -> tuple[GoState, list[dict | None], list[int]]:
+        """Replay up to ``batch_size`` games on the device.
+
+        Returns the kept positions ``[S]``, per query an error reply or None,
+        and per query the index in ``kept`` of its first turn (the others follow).
+        """
+        games = _bucket(len(queries), smallest=self.min_batch)
+        offsets = np.cumsum([0] + [len(q.turns) for q in queries])
+        positions = _bucket(int(offsets[-1]), smallest=self.min_batch)
+        steps = max(len(q.actions) for q in queries) + 1  # the last step only keeps
+        steps = -(-steps // REPLAY_SEGMENT) * REPLAY_SEGMENT
+        points = size * size
+        setup = np.zeros((games, points), np.int8)
+        first = np.full(games, BLACK, np.int8)
+        komi = np.zeros(games, np.float32)
+        colours = np.full((games, steps), BLACK, np.int8)
+        actions = np.full((games, steps), points, np.int32)
+        lengths = np.zeros(games, np.int32)
+        targets = np.full((games, steps), positions, np.int32)  # past the end: keep nothing
+        for j, query in enumerate(queries):
+            n = len(query.actions)
+            setup[j], first[j], komi[j], lengths[j] = query.setup, query.first_player, query.komi, n
+            colours[j, :n], actions[j, :n] = query.colours, query.actions
+            targets[j, list(query.turns)] = offsets[j] + np.arange(len(query.turns))
+        states, kept, bad_setup = _replay_start(
+            setup, first, komi, size=size, rules=rules, max_moves=max_moves, positions=positions
+        )
+        illegal = jnp.full((games,), -1, jnp.int32)
+        komi = jnp.asarray(komi)
+        lengths = jnp.asarray(lengths)
+        for start in range(0, steps, REPLAY_SEGMENT):
+            part = slice(start, start + REPLAY_SEGMENT)
+            turns = np.arange(start, start + REPLAY_SEGMENT, dtype=np.int32)
+            states, kept, illegal = _replay_segment(
+                states,
+                kept,
+                illegal,
+                komi,
+                colours[:, part],
+                actions[:, part],
+                turns,
+                lengths,
+                targets[:, part],
+            )
+        illegal, bad_setup = np.asarray(illegal), np.asarray(bad_setup)
+        failures: list[dict | None] = []
+        for j, query in enumerate(queries):
+            if bad_setup[j]:
+                failures.append(
+                    {
+                        "error": "Some initial stones have no liberties",
+                        "field": "initialStones",
+                        "id": query.id,
+                    }
+                )
+            elif illegal[j] >= 0:
+                t = int(illegal[j])
+                vertex = action_to_gtp(int(query.actions[t]), size)
+                failures.append(
+                    {"error": f"Illegal move {t}: {vertex}", "field": "moves", "id": query.id}
+                )
+            else:
+                failures.append(None)
+        return kept, failures, [int(x) for x in offsets[:-1]]
+
+    def _analyse_positions(
+        self, states: GoState, index: list[int], visits: int, pv_lengths: list[int]
+    ) -> list[_Result]:
+        """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch."""
+        n = len(index)
+        batch = _bucket(n, self.batch_size, smallest=self.min_batch)
+        roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
+        movers = [int(m) for m in np.asarray(roots.to_play)[:n]]
+        key_search, key_eval = jax.random.split(self._next_key())
+        if visits == 1:
+            return self._evaluated(roots, movers, key_eval)
+        from gojax.search import SearchConfig
+
+        config = SearchConfig(
+            kind="puct",
+            num_simulations=visits - 1,
+            pb_c_init=self.c_puct,
+            dirichlet_fraction=0.0,
+            temperature_moves=0,
+        )
+        host = jax.device_get(self._search(self.model.variables, roots, key_search, config))
+        listed_count = min(self.moves_listed, visits - 1)
+        listed = [listed_actions(host, i, listed_count) for i in range(n)]
+        # Positions after the listed moves, for their scores (pass pads short lists).
+        children = np.full((batch, listed_count), roots.num_actions - 1, np.int32)
+        for i, moves in enumerate(listed):
+            children[i, : len(moves)] = moves
+        out = self._evaluate(self.model.variables, roots, jnp.asarray(children), key_eval)
+        out = jax.device_get(out)
+        results = []
+        for i, mover in enumerate(movers):
+            row = {k: v[i] for k, v in out.items()}
+            analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
+            results.append(_Result(analysis, row, mover, searched=True))
+        return results
+
+    def _evaluated(self, roots: GoState, movers: list[int], key: jax.Array) -> list[_Result]:
+        """One network evaluation of each root: the policy's moves with the root's numbers."""
+        none = jnp.zeros((roots.to_play.shape[0], 0), jnp.int32)
+        out = jax.device_get(self._evaluate(self.model.variables, roots, none, key))
+        results = []
+        for i, mover in enumerate(movers):
+            row = {k: v[i] for k, v in out.items()}
+            white = float(row["white_win"][0] + 0.5 * row["no_result"][0])
+            analysis = _policy_analysis(
+                row["policy"][0],
+                row["legal"][0],
+                white if mover == WHITE else 1.0 - white,
+                float(row["white_lead"][0]) * -mover,
+                float(row["score_stdev"][0]),
+                (row["white_ownership"][0] * -mover).astype(np.float32),
+                max_moves=self.moves_listed,
+            )
+            results.append(_Result(analysis, row, mover, searched=False))
+        return results
+
+    # -- the stream ----------------------------------------------------------------
+
+    def serve(self, stdin: TextIO, stdout: TextIO) -> None:
+        """Answer queries until stdin ends: each batch is every line already waiting."""
+        reader = _LineReader(stdin)
+        while True:
+            lines = reader.batch(self.batch_size)
+            if lines is None:
+                return
+            for reply in self.handle(lines):
+                stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+            stdout.flush()
+
+
+def _chunks(items: list, size: int) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gojax")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class _LineReader:
+    """Reads lines from a stream in batches: one line (waiting for it), then every
+    further complete line that is already available, without blocking."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, io.UnsupportedOperation):
+            self._fd = None  # an in-memory stream: everything in it is available
+        self._buffer = b""
+        self._eof = False
+
+    def _fill(self) -> None:
+        data = os.read(self._fd, 1 << 16)
+        if data:
+            self._buffer += data
+        else:
+            self._eof = True
+
+    def _ready(self) -> bool:
+        return bool(select.select([self._fd], [], [], 0)[0])
+
+    def _take(self, limit: int) -> list[str]:
+        lines = []
+        while len(lines) < limit and b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            lines.append(line.decode("utf-8", errors="replace"))
+        return lines
+
+    def batch(self, limit: int) -> list[str] | None:
+        """Up to ``limit`` lines, or None when the stream has ended."""
+        if self._fd is None:
+            lines = []
+            while len(lines) < limit:
+                line = self._stream.readline()
+                if not line:
+                    break
+                lines.append(line)
+            return lines or None
+        lines = self._take(limit)
+        while not lines and not self._eof:
+            self._fill()
+            lines = self._take(limit)
+        while len(lines) < limit and not self._eof and self._ready():
+            self._fill()
+            lines += self._take(limit - len(lines))
+        if not lines and self._eof:
+            rest, self._buffer = self._buffer, b""
+            return [rest.decode("utf-8", errors="replace")] if rest.strip() else None
+        return lines
+
+
+# ----------------------------------------------------------------------------
+# Command line: gojax analysis
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    from gojax.katago_model import load_model
+
+    model = load_model(args.model)
+    engine = AnalysisEngine(
+        model,
+        symmetry=args.symmetry,
+        visits=args.visits_default,
+        batch_size=args.batch_size,
+        min_batch=args.min_batch,
+        report_as=args.report_as,
+        moves_listed=args.moves_listed,
+        c_puct=args.c_puct,
+        seed=args.seed,
+    )
+    print(
+        f"gojax analysis: {model.name}, {args.visits_default} visits by default, "
+        f"batches of up to {args.batch_size}; ready",
+        file=sys.stderr,
+        flush=True,
+    )
+    engine.serve(sys.stdin, sys.stdout)
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
+    from gojax.cli import _positive, _symmetry_arg
+
+    def visits(text: str) -> int:
+        value = _positive(text)
+        if value > MAX_VISITS:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
+        return value
+
+    parser = commands.add_parser(
+        "analysis", help="KataGo's JSON analysis engine: batched queries on stdin, JSON on stdout"
+    )
+    parser.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
+    parser.add_argument(
+        "--visits-default",
+        type=visits,
+        default=64,
+        metavar="N",
+        help="visits when a query gives no maxVisits (default 64)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=256,
+        help="most queries read and positions searched at once (default 256)",
+    )
+    parser.add_argument(
+        "--min-batch",
+        type=_positive,
+        default=1,
+        help="pad every batch to at least this many positions (fewer compiled programs)",
+    )
+    parser.add_argument(
+        "--symmetry",
+        type=_symmetry_arg,
+        default="random",
+        help="0..7, random or average (default: a random symmetry per evaluation)",
+    )
+    parser.add_argument(
+        "--report-as",
+        choices=REPORT_AS,
+        type=str.upper,
+        default="BLACK",
+        help="perspective of win rates, scores and ownership (KataGo's "
+        "reportAnalysisWinratesAs; default BLACK)",
+    )
+    parser.add_argument(
+        "--moves-listed", type=_positive, default=16, help="most moves reported per position"
+    )
+    parser.add_argument("--c-puct", type=float, default=1.25, help="PUCT exploration constant")
+    parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
+    parser.set_defaults(run=cmd_analysis)

@@ -1,0 +1,507 @@
+"""The KataGo-compatible JSON analysis engine: parsing, batching, KataGo's numbers, CLI.
+
+Parsing and the line reader need no network. The engine tests share one
+engine on the reference KataGo net (symmetry 0, every batch padded to 8
+positions, so that a few compiled programs serve all of them).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import REPO, reference_path
+
+from eval.analysis import (
+    AnalysisEngine,
+    QueryError,
+    _LineReader,
+    handicap_stones,
+    parse_query,
+    parse_rules,
+)
+from gojax._board import BLACK, WHITE
+from gojax._coords import gtp_to_action
+from gojax._game import state_from_moves
+from gojax.evaluate import evaluate
+from gojax.katago_model import load_model
+
+MODEL = "g170-b6c96-s175395328-d26788732.bin.gz"
+
+
+def query(**fields) -> dict:
+    """A valid 9x9 query with ``fields`` changed (``None`` drops a field)."""
+    base = {
+        "id": "q",
+        "moves": [["B", "E5"], ["W", "C3"]],
+        "rules": "chinese",
+        "komi": 7,
+        "boardXSize": 9,
+        "boardYSize": 9,
+    }
+    merged = base | fields
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+def parse(**fields):
+    return parse_query(query(**fields), visits=1, report_as="BLACK")
+
+
+# ----------------------------------------------------------------------------
+# Parsing (no network)
+
+
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [
+        ("tromp-taylor", ("tromp-taylor", "0", 7.5)),
+        ("Chinese", ("chinese", "N", 7.5)),
+        ("chinese_ogs", ("chinese-ogs", "N", 7.5)),
+        ("chinese-kgs", ("chinese-ogs", "N", 7.5)),
+        ("aga", ("aga", "N-1", 7.5)),
+        ("bga", ("aga", "N-1", 7.5)),
+        ("nz", ("new-zealand", "0", 7.0)),
+        ("new zealand", ("new-zealand", "0", 7.0)),
+        ({"ko": "SIMPLE", "scoring": "AREA", "suicide": False}, ("chinese", "N", 7.5)),
+        ({"ko": "SITUATIONAL", "suicide": False, "whiteHandicapBonus": "0"}, ("aga", "0", 7.5)),
+        ({}, ("tromp-taylor", "0", 7.5)),
+    ],
+)
+def test_rules_names_and_json_objects(rules, expected):
+    preset, bonus, komi, warning = parse_rules(rules)
+    assert (preset, bonus, komi) == expected and warning is None
+
+
+def test_territory_rules_fall_back_to_area_scoring_with_a_warning():
+    assert parse_rules("japanese")[:3] == ("chinese", "0", 6.5)
+    assert "territory scoring" in parse_rules("korean")[3]
+    preset, _, komi, warning = parse_rules({"ko": "SIMPLE", "scoring": "TERRITORY", "suicide": 0})
+    assert (preset, komi) == ("chinese", 6.5) and "territory" in warning
+
+
+@pytest.mark.parametrize(
+    "rules", ["ing-go", "", 7, None, {"ko": "SPIGHT"}, {"ko": "SIMPLE", "suicide": True}]
+)
+def test_unknown_rules_are_an_error(rules):
+    with pytest.raises(QueryError) as err:
+        parse_rules(rules)
+    assert err.value.field == "rules"
+
+
+def test_handicap_stones_are_counted_as_katago_counts_them():
+    empty = np.zeros(81, np.int8)
+    b, w, pass_ = BLACK, WHITE, 81
+    assert handicap_stones(empty, [(b, 0), (w, 1)], 9) == 0  # one stone is no handicap
+    assert handicap_stones(empty, [(b, 0), (b, 2), (w, 1)], 9) == 2
+    assert handicap_stones(empty, [(b, 0), (w, pass_), (b, 2), (w, 1)], 9) == 2
+    assert handicap_stones(empty, [(b, 0), (b, 2), (w, 1), (w, 3)], 9) == 0  # a problem setup
+    setup = empty.copy()
+    setup[[20, 24]] = BLACK
+    assert handicap_stones(setup, [(w, 1)], 9) == 2
+    assert handicap_stones(setup, [(b, 40), (w, 1)], 9) == 3
+    setup[60] = WHITE
+    assert handicap_stones(setup, [], 9) == 0
+
+
+def test_query_defaults_and_handicap_komi():
+    q, warnings = parse()
+    assert warnings == []
+    assert q.turns == (2,) and q.komi == 7.0 and q.rules == "chinese"
+    assert q.first_player == BLACK and q.visits == 1 and q.report_as == "BLACK"
+    assert q.pv_length == 15 and not q.include_ownership and not q.include_policy
+    # Two Black stones then White: a 2-stone handicap, compensated under chinese rules.
+    q, _ = parse(initialStones=[["B", "C3"], ["B", "G7"]], moves=[], komi=0.5)
+    assert q.first_player == WHITE and q.komi == 2.5
+    q, _ = parse(initialStones=[["B", "C3"], ["B", "G7"]], moves=[], rules="aga", komi=0.5)
+    assert q.komi == 1.5
+    q, _ = parse(moves=[["B", "C3"], ["B", "G7"], ["W", "E5"]], whiteHandicapBonus="0")
+    assert q.komi == 7.0
+    q, _ = parse(komi=None, rules="nz", initialPlayer="w", moves=[])
+    assert q.komi == 7.0 and q.first_player == WHITE
+    q, _ = parse(analyzeTurns=[2, 0, 0], maxVisits=3, analysisPVLen=4, includePolicy=True)
+    assert q.turns == (0, 2) and q.visits == 3 and q.pv_length == 4 and q.include_policy
+    q, _ = parse(moves=[["B", "(4,4)"], ["W", "pass"]])
+    assert list(q.actions) == [gtp_to_action("E5", 9), 81]
+
+
+def test_query_warnings_for_ignored_and_unknown_fields():
+    _, warnings = parse(
+        reportDuringSearchEvery=0.5,
+        includePVVisits=False,
+        colour="B",
+        overrideSettings={"reportAnalysisWinratesAs": "w", "wideRootNoise": 0.1},
+    )
+    fields = [f for f, _ in warnings]
+    assert fields == ["overrideSettings", "colour", "reportDuringSearchEvery"]
+    q, _ = parse(overrideSettings={"reportAnalysisWinratesAs": "SIDETOMOVE", "maxVisits": 5})
+    assert q.report_as == "SIDETOMOVE" and q.visits == 5
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"boardXSize": None}, "boardXSize", "integer from 2 to 19"),
+        ({"boardXSize": 25, "boardYSize": 25}, "boardXSize", "integer from 2 to 19"),
+        ({"boardYSize": 13}, "boardYSize", "square"),
+        ({"boardXSize": "9"}, "boardXSize", "integer"),
+        ({"moves": None}, "moves", "Must specify"),
+        ({"moves": [["B", "Z9"]]}, "moves", "Could not parse board location"),
+        ({"moves": [["X", "E5"]]}, "moves", "Could not parse player"),
+        ({"moves": [["B"]]}, "moves", "pairs"),
+        ({"moves": "E5"}, "moves", "pairs"),
+        ({"initialStones": [["B", "pass"]]}, "initialStones", "location"),
+        ({"initialPlayer": "red"}, "initialPlayer", '"b" or "w"'),
+        ({"analyzeTurns": [3]}, "analyzeTurns", "Invalid turn number: 3"),
+        ({"analyzeTurns": 1}, "analyzeTurns", "array of integers"),
+        ({"rules": None}, "rules", "Must specify rules"),
+        ({"rules": "ing-go"}, "rules", "Could not parse rules"),
+        ({"komi": 7.3}, "komi", "half-integer"),
+        ({"komi": 1e9}, "komi", "half-integer"),
+        ({"komi": True}, "komi", "half-integer"),
+        ({"maxVisits": 0}, "maxVisits", "integer from 1"),
+        ({"maxVisits": 10**400}, "maxVisits", "integer from 1"),
+        ({"includeOwnership": "yes"}, "includeOwnership", "boolean"),
+        ({"whiteHandicapBonus": "2"}, "whiteHandicapBonus", "N-1"),
+        ({"overrideSettings": []}, "overrideSettings", "object"),
+        ({"moves": [["B", "pass"]] * 400}, "moves", "Too many moves"),
+        ({"priorities": [1]}, "priorities", "analyzeTurns"),
+        ({"priority": "high"}, "priority", "integer"),
+    ],
+)
+def test_bad_queries_name_the_field(fields, field, message):
+    with pytest.raises(QueryError) as err:
+        parse(**fields)
+    assert err.value.field == field and message in err.value.message
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    field=st.sampled_from(sorted(query()) + ["analyzeTurns", "initialStones", "initialPlayer"]),
+    value=JSON,
+)
+def test_fuzzed_fields_give_a_query_or_a_query_error(field, value):
+    """Whatever one field holds, parsing answers with a query or a QueryError, never a crash."""
+    try:
+        parse(**{field: value})
+    except QueryError as err:
+        assert err.field and err.message
+
+
+def test_line_reader_takes_every_waiting_line_without_blocking():
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "r") as stream:
+        reader = _LineReader(stream)
+        os.write(write_end, b'{"a":1}\n{"b":2}\n{"c"')
+        assert reader.batch(10) == ['{"a":1}', '{"b":2}']  # the partial line waits
+        os.write(write_end, b":3}\nx\ny\n")
+        assert reader.batch(2) == ['{"c":3}', "x"]
+        os.write(write_end, b"last line without newline")
+        os.close(write_end)
+        assert reader.batch(10) == ["y"]
+        assert reader.batch(10) == ["last line without newline"]
+        assert reader.batch(10) is None
+    memory = _LineReader(io.StringIO("1\n2\n3\n"))
+    assert memory.batch(2) == ["1\n", "2\n"] and memory.batch(2) == ["3\n"]
+    assert memory.batch(2) is None
+
+
+# ----------------------------------------------------------------------------
+# The engine on the reference net
+
+
+@functools.cache
+def model():
+    return load_model(reference_path("katago", MODEL))
+
+
+@functools.cache
+def engine() -> AnalysisEngine:
+    return AnalysisEngine(model(), symmetry=0, visits=1, batch_size=8, min_batch=8)
+
+
+@functools.cache
+def reference_games() -> dict[str, list[dict]]:
+    """The reference positions of a few games, by game (positions cut from one record)."""
+    games: dict[str, list[dict]] = {}
+    with open(reference_path("katago", "positions.jsonl")) as handle:
+        for record in map(json.loads, handle):
+            game = record["id"].rsplit("-", 1)[0]
+            if game in ("g101-8", "g101-15"):  # 9x9, chinese rules
+                games.setdefault(game, []).append(record)
+    return games
+
+
+def session(lines: list[str], eng: AnalysisEngine | None = None) -> list[dict]:
+    """Serve ``lines`` through the engine's stream loop; every reply must be one JSON line."""
+    stdout = io.StringIO()
+    (eng or engine()).serve(io.StringIO("".join(line + "\n" for line in lines)), stdout)
+    text = stdout.getvalue()
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_scripted_session_answers_every_line_and_keeps_going():
+    lines = [
+        json.dumps(
+            query(
+                id="a",
+                analyzeTurns=[0, 1, 2],
+                includeOwnership=True,
+                includePolicy=True,
+            )
+        ),
+        "this is not json",
+        json.dumps(query(id="illegal", moves=[["B", "E5"], ["W", "E5"]])),
+        json.dumps(query(id="rules", rules="chess")),
+        json.dumps(query(id=None)),
+        "[1, 2]",
+        json.dumps(query(id="oblong", boardYSize=13)),
+        json.dumps({"id": "v", "action": "query_version"}),
+        json.dumps(query(id="seven", boardXSize=7, boardYSize=7, moves=[["B", "D4"]])),
+        json.dumps(query(id="gone", analyzeTurns=[0, 1])),
+        json.dumps({"id": "t", "action": "terminate", "terminateId": "gone", "turnNumbers": [1]}),
+        json.dumps(
+            query(
+                id="white",
+                moves=[["W", "E5"]],
+                komi=6.5,
+                typo=1,
+                overrideSettings={"reportAnalysisWinratesAs": "SIDETOMOVE"},
+            )
+        ),
+    ]
+    replies = session(lines)
+    by_id: dict = {}
+    for reply in replies:
+        by_id.setdefault(reply.get("id"), []).append(reply)
+    # Results, by turn, with KataGo's fields.
+    a = by_id["a"]
+    assert [r["turnNumber"] for r in a] == [0, 1, 2]
+    for reply in a:
+        assert reply["isDuringSearch"] is False
+        root = reply["rootInfo"]
+        assert root["visits"] == 1 and 0 <= root["winrate"] <= 1
+        assert len(reply["ownership"]) == 81 and len(reply["policy"]) == 82
+        assert reply["moveInfos"][0]["order"] == 0 and reply["moveInfos"][0]["visits"] == 1
+        assert abs(sum(p for p in reply["policy"] if p >= 0) - 1) < 1e-4
+    assert [r["rootInfo"]["currentPlayer"] for r in a] == ["B", "W", "B"]
+    policy = a[2]["policy"]
+    assert policy[gtp_to_action("E5", 9)] == -1 and policy[gtp_to_action("C3", 9)] == -1
+    assert policy[gtp_to_action("D4", 9)] > 0 and policy[81] >= 0
+    # Errors name the query and the field; the ones without an id say why.
+    assert by_id["illegal"] == [{"error": "Illegal move 1: E5", "field": "moves", "id": "illegal"}]
+    assert by_id["rules"][0]["field"] == "rules" and "chess" in by_id["rules"][0]["error"]
+    assert by_id["oblong"][0]["field"] == "boardYSize" and "error" in by_id["oblong"][0]
+    anonymous = [r["error"] for r in by_id[None]]
+    assert len(anonymous) == 3 and "not json" in anonymous[0] and '"id"' in anonymous[1]
+    assert by_id["v"][0]["action"] == "query_version" and by_id["v"][0]["version"]
+    # Another size in the same batch, a terminated turn, warnings before results.
+    assert by_id["seven"][0]["turnNumber"] == 1 and by_id["seven"][0]["rootInfo"]["visits"] == 1
+    assert [r["turnNumber"] for r in by_id["gone"]] == [0, 1]
+    assert "moveInfos" in by_id["gone"][0] and by_id["gone"][1]["noResults"] is True
+    assert by_id["t"] == [json.loads(lines[10])]
+    white = by_id["white"]
+    assert white[0]["warning"] and white[0]["field"] == "typo"
+    assert white[1]["turnNumber"] == 1 and white[1]["rootInfo"]["currentPlayer"] == "B"
+    assert len(replies) == 16
+
+
+def test_reported_perspective_follows_report_as():
+    """BLACK, WHITE and SIDETOMOVE agree on one position with White to move."""
+    replies = {}
+    for view in ("BLACK", "WHITE", "SIDETOMOVE"):
+        line = json.dumps(
+            query(
+                id=view, includeOwnership=True, overrideSettings={"reportAnalysisWinratesAs": view}
+            )
+            | {"moves": [["B", "E5"]]}
+        )
+        (replies[view],) = session([line])
+    black, white, mover = replies["BLACK"], replies["WHITE"], replies["SIDETOMOVE"]
+    assert black["rootInfo"]["currentPlayer"] == "W"
+    np.testing.assert_allclose(black["rootInfo"]["winrate"], 1 - white["rootInfo"]["winrate"], 1e-6)
+    assert black["rootInfo"]["scoreLead"] == pytest.approx(-white["rootInfo"]["scoreLead"])
+    assert mover["rootInfo"] == white["rootInfo"]
+    np.testing.assert_allclose(black["ownership"], -np.asarray(white["ownership"]))
+    assert black["ownership"][gtp_to_action("E5", 9)] > 0.5  # Black's stone, Black's view
+
+
+def test_a_failing_analysis_is_reported_and_the_stream_goes_on(monkeypatch):
+    eng = AnalysisEngine(model(), visits=1, batch_size=1)  # one line per batch
+
+    def broken(queries):
+        raise RuntimeError("device lost\nwith details")
+
+    monkeypatch.setattr(eng, "analyse", broken)
+    lines = [json.dumps(query(id="x")), json.dumps({"id": "v", "action": "query_version"})]
+    replies = session(lines, eng)
+    assert replies[0] == {"error": "analysis failed: RuntimeError: device lost", "id": "x"}
+    assert replies[1]["id"] == "v" and len(replies) == 2
+
+
+def _reference_replies() -> dict[tuple[str, int], dict]:
+    """Each reference game as one query analysing the cut positions, at one visit."""
+    lines = []
+    for game, records in reference_games().items():
+        longest = max(records, key=lambda r: len(r["moves"]))
+        lines.append(
+            json.dumps(
+                {
+                    "id": game,
+                    "moves": longest["moves"],
+                    "rules": longest["rules"],
+                    "komi": longest["komi"],
+                    "boardXSize": 9,
+                    "boardYSize": 9,
+                    "analyzeTurns": [len(r["moves"]) for r in records],
+                    "maxVisits": 1,
+                    "includeOwnership": True,
+                    "includePolicy": True,
+                    "overrideSettings": {"reportAnalysisWinratesAs": "WHITE"},
+                }
+            )
+        )
+    return {(r["id"], r["turnNumber"]): r for r in session(lines)}
+
+
+def test_one_visit_equals_evaluate_and_katago():
+    """At maxVisits 1 the replies are ``gojax.evaluate.evaluate`` of the same positions (to
+    1e-5) and KataGo's own raw outputs for them (to 1e-4)."""
+    replies = _reference_replies()
+    records = [r for game in reference_games().values() for r in game]
+    assert len(replies) == len(records) == 6
+    states = [state_from_moves(9, r["moves"], komi=r["komi"], rules=r["rules"]) for r in records]
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    m = model()
+    out = jax.jit(functools.partial(evaluate, m.module(), version=m.version, symmetry=0))(
+        m.variables, batch
+    )
+    out = {k: np.asarray(v) for k, v in out.items()}
+    for i, record in enumerate(records):
+        game = record["id"].rsplit("-", 1)[0]
+        reply = replies[(game, len(record["moves"]))]
+        root = reply["rootInfo"]
+        assert root["currentPlayer"] == record["to_move"]
+        white_win = out["white_win"][i] + 0.5 * out["no_result"][i]
+        assert root["winrate"] == pytest.approx(white_win, abs=1e-5)
+        assert root["rawWinrate"] == pytest.approx(white_win, abs=1e-5)
+        assert root["scoreLead"] == pytest.approx(out["white_lead"][i], abs=1e-5)
+        policy = np.where(out["legal"][i], out["policy"][i], -1)
+        np.testing.assert_allclose(reply["policy"], policy, atol=1e-5)
+        np.testing.assert_allclose(reply["ownership"], out["white_ownership"][i], atol=1e-5)
+        best = reply["moveInfos"][0]
+        assert best["prior"] == pytest.approx(policy.max(), abs=1e-5)
+        # KataGo's numbers, as its kata-raw-nn printed them.
+        katago = record["katago"]
+        assert root["rawWinrate"] == pytest.approx(
+            katago["whiteWin"] + 0.5 * katago["noResult"], abs=1e-4
+        )
+        assert root["rawLead"] == pytest.approx(katago["whiteLead"], abs=1e-3)
+        theirs = [-1 if p is None else p for p in katago["policy"]] + [katago["policyPass"]]
+        np.testing.assert_allclose(reply["policy"], theirs, atol=1e-4)
+        np.testing.assert_allclose(reply["ownership"], katago["whiteOwnership"], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_search_at_eight_visits_is_consistent_and_independent_of_batching():
+    """Visits add up, order and PVs make sense, and a position's analysis is the same
+    alone and in a batch with others (symmetry 0: the search is deterministic)."""
+    eng = engine()
+    lines = [
+        json.dumps(
+            query(
+                id=f"s{i}",
+                moves=moves,
+                maxVisits=8,
+                analyzeTurns=list(range(len(moves) + 1))[-2:],
+                analysisPVLen=3,
+            )
+        )
+        for i, moves in enumerate(
+            [
+                [["B", "E5"], ["W", "C3"]],
+                [["B", "C7"], ["W", "G3"], ["B", "G7"]],
+                [["B", "D4"]],
+            ]
+        )
+    ]
+    batched = session(lines, eng)
+    assert len(batched) == 6
+    for reply in batched:
+        infos, root = reply["moveInfos"], reply["rootInfo"]
+        assert root["visits"] == 8
+        assert sum(m["visits"] for m in infos) == 7
+        assert [m["order"] for m in infos] == list(range(len(infos)))
+        assert infos[0]["visits"] == max(m["visits"] for m in infos)
+        assert all(m["visits"] > 0 for m in infos)
+        for m in infos:
+            assert m["pv"][0] == m["move"] and 1 <= len(m["pv"]) <= 4
+            assert 0 <= m["winrate"] <= 1 and 0 < m["prior"] <= 1
+            assert m["scoreMean"] == m["scoreLead"]
+        assert sum(m["prior"] for m in infos) <= 1 + 1e-5
+    alone = session(lines[1:2], eng)
+    together = [r for r in batched if r["id"] == "s1"]
+    for single, batch in zip(alone, together, strict=True):
+        assert [m["move"] for m in single["moveInfos"]] == [m["move"] for m in batch["moveInfos"]]
+        assert [m["visits"] for m in single["moveInfos"]] == [
+            m["visits"] for m in batch["moveInfos"]
+        ]
+        assert single["rootInfo"]["winrate"] == pytest.approx(batch["rootInfo"]["winrate"], 1e-4)
+
+
+@pytest.mark.slow
+def test_gojax_analysis_subprocess_session():
+    model_path = reference_path("katago", MODEL)
+    lines = [
+        json.dumps(query(id="one", maxVisits=1)),
+        "{broken",
+        json.dumps(query(id="two", moves=[], maxVisits=2, includeOwnership=True)),
+    ]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "gojax.cli", "analysis", "--model", str(model_path)]
+        + ["--symmetry", "0", "--batch-size", "4"],
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r.get("id") for r in replies] == ["one", None, "two"]
+    assert replies[0]["rootInfo"]["visits"] == 1 and "error" in replies[1]
+    assert replies[2]["rootInfo"]["visits"] == 2 and len(replies[2]["ownership"]) == 81
+    assert "ready" in done.stderr
+
+
+def test_gojax_analysis_bad_model_exits_2(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "gojax.cli", "analysis", "--model", str(tmp_path / "none.bin.gz")],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "error" in done.stderr
