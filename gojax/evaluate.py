@@ -68,7 +68,16 @@ def check_symmetry(symmetry: int | str) -> int | str:
 
 
 def batch_inputs(states: GoState) -> tuple[jax.Array, jax.Array]:
-    """KataGo inputs of ``[B]`` states: ``spatial [B, N, N, 22]``, ``global [B, 19]``."""
+    """KataGo inputs of ``[B]`` states: ``spatial [B, N, N, 22]``, ``global [B, 19]``.
+
+    The ladder search is a loop per board: under ``vmap`` every board of a
+    batch runs as many iterations as the one with the most ladder work. On a
+    CPU, boards one after another (``lax.map``) are faster -- 32 vs 85 ms a
+    position for batches of 32 mid-game 19x19 boards, the same on 9x9 -- while
+    accelerators keep the batch. The features are identical either way.
+    """
+    if jax.default_backend() == "cpu":
+        return jax.lax.map(katago_inputs, states)
     return jax.vmap(katago_inputs)(states)
 
 
