@@ -306,7 +306,7 @@ def _holdout(files, stream: SGFStream, count: int) -> tuple[list[Path], list[dic
     return rest, games
 
 
-def _stack_games(games: list[dict], size: int) -> dict[str, Any]:
+def _stack_games(games: list[dict]) -> dict[str, Any]:
     """The held-out games as one learner batch (no augmentation)."""
     inputs = jax.tree.map(lambda *x: np.concatenate(x), *[g["inputs"] for g in games])
     action = np.concatenate([g["action"] for g in games])
@@ -405,7 +405,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     stream.files = train_files
     if not train_files:
         raise ValueError(f"{config.data.sgf_dir}: no files left to train on after the hold-out")
-    held = _stack_games(held_games, config.board.size) if held_games else None
+    held = _stack_games(held_games) if held_games else None
 
     ckpt = Checkpointer(
         workdir / "checkpoints", save_every=t.checkpoint_every, keep=t.keep_checkpoints
