@@ -187,14 +187,14 @@ def section_training(smoke: bool) -> dict:
         overrides = [
             "--config.board.size=5", "--config.model.preset=tiny",
             "--config.selfplay.num_games=4", "--config.selfplay.num_simulations=2",
-            "--config.selfplay.fast_simulations=0", "--config.selfplay.num_steps=8",
+            "--config.selfplay.fast_simulations=0", "--config.board.max_moves=24",
             "--config.learner.batch_size=8", "--config.replay.min_size=1",
             "--config.train.total_steps=4", "--config.train.updates_per_iteration=2",
         ]  # fmt: skip
     else:
         overrides = [
             # Few simulations: the figure is moves/s of the pipeline, not of a 600-playout search.
-            "--config.selfplay.num_games=128", "--config.selfplay.num_steps=16",
+            "--config.selfplay.num_games=128", "--config.board.max_moves=16",
             "--config.selfplay.num_simulations=32", "--config.selfplay.fast_simulations=8",
             "--config.replay.min_size=1024", "--config.learner.batch_size=256",
             "--config.train.total_steps=32", "--config.train.updates_per_iteration=16",

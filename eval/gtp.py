@@ -607,6 +607,8 @@ def make_engine(args: argparse.Namespace) -> Engine:
 
     if args.player == "uniform":
         player = players.UniformPlayer()
+    elif args.player == "uct":
+        player = players.UCTPlayer(visits=args.visits)
     else:
         if bool(args.model) == bool(args.checkpoint):
             raise ValueError(
@@ -666,9 +668,10 @@ def register(commands) -> None:
     gtp.add_argument("--step", type=int, default=None, help="the checkpoint step (--checkpoint)")
     gtp.add_argument(
         "--player",
-        choices=("auto", "policy", "search", "uniform"),
+        choices=("auto", "policy", "search", "uct", "uniform"),
         default="auto",
         help="policy: the raw network policy; search: tree search with --visits; "
+        "uct: classical UCT with --visits random playouts, no network; "
         "uniform: random moves; auto (default): search when --visits > 1, else policy",
     )
     gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")

@@ -421,6 +421,101 @@ class SearchPlayer:
         self.new_game()
 
 
+@dataclasses.dataclass(frozen=True)
+class _NoNetwork:
+    """What a network-free search player holds where others hold a model."""
+
+    name: str
+    variables: Any = None
+
+
+class UCTPlayer(SearchPlayer):
+    """Classical Monte-Carlo tree search over GTP: UCT with random rollouts, no network.
+
+    The pre-AlphaGo baseline (``gojax.uct``): each of ``visits`` simulations
+    expands one node by UCB1 and plays one random game from it (uniform over
+    the moves that fill none of the mover's own eyes), scored by the rules'
+    area count. The tree is kept between moves as the network players keep
+    theirs. With no network there is no score or ownership estimate (score
+    leads are 0, ownership 0) and no prior (every listed move's prior is
+    uniform); short of time, the move is a random rollout move.
+    """
+
+    def __init__(
+        self,
+        *,
+        visits: int = 256,
+        c: float = 1.0,
+        moves: str = "sensible",
+        max_listed: int = 16,
+        time_factor: float = 1.5,
+    ) -> None:
+        from gojax.search import SearchConfig
+
+        self.model = _NoNetwork(name=f"uct{visits}")
+        self.board_sizes = None
+        self.symmetry = 0
+        self.visits = int(visits)
+        self.max_listed = int(max_listed)
+        self.time_factor = float(time_factor)
+        self.name = f"uct({visits} playouts)"
+        self.config = SearchConfig(
+            kind="uct",
+            num_simulations=self.visits,
+            uct_c=c,
+            dirichlet_fraction=0.0,
+            temperature_moves=0,
+            moves=moves,
+        )
+        self._search, self._evaluate, self._reuse = _uct_functions()
+        self._empty: dict[tuple, Any] = {}
+        self._seconds: dict[tuple, float] = {}
+        self.new_game()
+
+    def _policy(self, state: GoState, key: jax.Array) -> Analysis:
+        from gojax.uct import rollout_moves
+
+        allowed = np.asarray(_jitted(rollout_moves)(state))
+        legal = np.asarray(_jitted(legal_moves)(state))
+        if not allowed.any():  # a finished game: pass
+            allowed = np.zeros_like(allowed)
+            allowed[-1] = True
+        chosen = int(jax.random.choice(key, np.flatnonzero(allowed)))
+        policy = legal / max(legal.sum(), 1)
+        zeros = np.zeros(state.board.shape, np.float32)
+        return _policy_analysis(policy, legal, 0.5, 0.0, 0.0, zeros, chosen=chosen)
+
+
+@functools.cache
+def _uct_functions():
+    """``_search_functions``' three functions for :class:`UCTPlayer` (variables unused)."""
+    from gojax.search import reuse_subtree, search
+    from gojax.uct import rollout_evaluator
+
+    @functools.partial(jax.jit, static_argnames="config")
+    def run_search(variables, states, key, config, tree):
+        del variables
+        return search(rollout_evaluator(1), states, key, config, tree)
+
+    @jax.jit
+    def run_evaluate(variables, state, actions, key):
+        del variables, key
+        rows = actions.shape[0] + 1
+        legal = legal_moves(state)
+        zeros = jnp.zeros((rows,), jnp.float32)
+        return {
+            "policy": jnp.tile(legal / jnp.maximum(legal.sum(), 1), (rows, 1)),
+            "legal": jnp.tile(legal, (rows, 1)),
+            "white_win": zeros + 0.5,
+            "no_result": zeros,
+            "white_lead": zeros,
+            "score_stdev": zeros,
+            "white_ownership": jnp.zeros((rows,) + state.board.shape, jnp.float32),
+        }
+
+    return run_search, run_evaluate, jax.jit(reuse_subtree)
+
+
 def _search_functions(model: Any, symmetry: int | str):
     """Jitted ``search(variables, states, key, config, tree)``, root-and-children evaluation
     ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``."""

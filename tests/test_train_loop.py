@@ -170,6 +170,13 @@ def test_kill_9_then_restart_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed["losses"], straight["losses"][last:], rtol=1e-6)
 
 
+def test_games_too_short_to_end_are_an_error_not_a_hang(tmp_path):
+    config = tiny_config()
+    config.selfplay.num_steps = 2  # no 5x5 game ends in 2 moves: no targets, ever
+    with pytest.raises(ValueError, match=r"no self-play game ended within selfplay.num_steps=2"):
+        train(config, tmp_path)
+
+
 def test_overrides():
     config = default_config()
     apply_overrides(

@@ -702,6 +702,12 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                     sp_config,
                 )
                 added = replay.add(traj)
+                if stats["games_finished"] == 0:
+                    # Unfinished games give no targets: the run would self-play forever.
+                    raise ValueError(
+                        f"no self-play game ended within selfplay.num_steps={sp_config.steps} "
+                        "moves; raise it, or set 0 to play whole games"
+                    )
                 counters["games"] += int(stats["games_finished"])
                 counters["positions"] += added
                 record.update({f"selfplay.{k}": v for k, v in stats.items()})

@@ -1,0 +1,44 @@
+"""The classical UCT player over GTP: rollout MCTS with no network."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from test_gtp import ask, run
+
+from eval.engine import Engine
+from eval.gtp import GTPServer
+from eval.players import UCTPlayer
+
+# Black to move; White's three stones in the middle have one liberty, E4.
+CAPTURE = ["b B5", "b C5", "b D5", "b A4", "b B3", "b C3", "b D3", "w B4", "w C4", "w D4"]
+
+
+def server(visits: int = 64) -> GTPServer:
+    engine = Engine(UCTPlayer(visits=visits), size=5, komi=0.5, rules="chinese")
+    return GTPServer(engine, io.StringIO(), version="test")
+
+
+def test_uct_captures_the_group_in_atari():
+    gtp = server(visits=128)
+    assert ask(gtp, "komi 20.5") == "="  # Black wins only by taking all 25 points
+    assert run(gtp, "".join(f"play {m}\n" for m in CAPTURE)) == ["="] * len(CAPTURE)
+    # E4 captures at once; E5 takes White's last escape (E4 would then be self-atari).
+    first = ask(gtp, "genmove b")
+    assert first in ("= E4", "= E5")
+    if first == "= E5":
+        assert ask(gtp, "genmove b") == "= E4"
+    board = ask(gtp, "showboard")
+    rows = [line for line in board.splitlines() if re.match(r"^=? *[1-5] ", line)]
+    assert len(rows) == 5 and not any("O" in row for row in rows)  # White's stones are gone
+
+
+def test_uct_analysis_lists_visited_moves_with_uniform_priors():
+    gtp = server(visits=32)
+    replies = run(gtp, "kata-genmove_analyze b\n")
+    assert replies and replies[-1].splitlines()[-1].startswith("play ")
+    infos = re.findall(r"info move (\S+) visits (\d+)", replies[-1])
+    assert infos and sum(int(v) for _, v in infos) <= 32
+    # No eye filling and no pass on an empty board: the sensible move set.
+    assert all(move != "pass" for move, _ in infos)
