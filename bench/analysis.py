@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 import gojax  # noqa: E402
 from eval.analysis import AnalysisEngine  # noqa: E402
 from gojax import sgf  # noqa: E402
+from gojax._atomic import write_atomic
 from gojax.katago_model import load_model  # noqa: E402
 
 REFERENCE = Path(
@@ -102,13 +103,6 @@ def single_seconds(engine: AnalysisEngine, lines: list[str], count: int) -> floa
     return (time.perf_counter() - start) / count
 
 
-def write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=1000)
@@ -162,7 +156,7 @@ def main() -> None:
             )
     line = json.dumps({"device": device, "symmetry": symmetry, "rows": rows})
     if args.json:
-        write_atomically(args.json, line + "\n")
+        write_atomic(args.json, line + "\n")
     print(line)
 
 

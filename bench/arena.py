@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import platform
 import time
 
@@ -34,6 +33,7 @@ import jax
 import numpy as np
 
 from eval.arena import Agent, play_arena, search_agent
+from gojax._atomic import write_atomic
 from gojax.search import SearchConfig, search
 from train.model import ModelSpec, build, evaluator, init_variables
 
@@ -59,13 +59,6 @@ def timed(play) -> tuple[float, float, object]:
     start = time.perf_counter()
     result = play(1)
     return first, time.perf_counter() - start, result
-
-
-def write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -150,7 +143,7 @@ def main() -> None:
         }
     )
     if args.json:
-        write_atomically(args.json, line + "\n")
+        write_atomic(args.json, line + "\n")
     print(line)
 
 

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import gojax
+from gojax._atomic import write_atomic
 
 
 def _nbytes(tree) -> int:
@@ -196,8 +197,7 @@ def main() -> None:
     }
     line = json.dumps(summary)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        write_atomic(args.json, line + "\n")
     print(line)
 
 

@@ -33,6 +33,7 @@ from _timing import best_time  # bench/_timing.py (scripts run with bench/ on th
 
 import gojax
 from gojax import nn as gnn
+from gojax._atomic import write_atomic
 from gojax.evaluate import batch_inputs, evaluate
 
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the
@@ -178,8 +179,7 @@ def main() -> None:
     }
     print(json.dumps(result))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=2)
+        write_atomic(args.json, json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import time
 
@@ -38,6 +37,7 @@ from _timing import best_time  # bench/_timing.py (scripts run with bench/ on th
 
 import gojax
 from gojax import nn as gnn
+from gojax._atomic import write_atomic
 from gojax.search import SearchConfig, agz_evaluator, reuse_subtree, search
 
 SIZES = (  # name, residual blocks, channels, batch
@@ -216,13 +216,6 @@ def measure_reuse(args) -> list[dict]:
     return rows
 
 
-def write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=9)
@@ -282,7 +275,7 @@ def main() -> None:
         }
     )
     if args.json:
-        write_atomically(args.json, line + "\n")
+        write_atomic(args.json, line + "\n")
     print(line)
 
 

@@ -49,6 +49,7 @@ import optax
 from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
 from search import net_alone_fn, pgx_search_fn  # bench/search.py: the peer's search
 
+from gojax._atomic import write_atomic
 from gojax.nn import count_params
 from gojax.search import SearchConfig
 from train import model as model_lib
@@ -341,13 +342,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     args = parse_args()
     import pgx
@@ -418,7 +412,7 @@ def main() -> None:
     }
     line = json.dumps(summary)
     if args.json:
-        write_atomically(args.json, line + "\n")
+        write_atomic(args.json, line + "\n")
     print(line)
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import ml_collections
 
 from gojax._atomic import write_atomic
+from gojax.cli import _positive
 
 __all__ = ["Cell", "cells_of", "default_config", "register", "run_sweep"]
 
@@ -623,19 +624,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``gojax sweep`` to the subcommands of the ``gojax`` parser."""
-    from train.cli import _TrainParser
+    from train.cli import add_config_command
 
-    parser_class = commands._parser_class
-    commands._parser_class = _TrainParser  # keeps --config.KEY=VALUE overrides
-    try:
-        parser = commands.add_parser(
-            "sweep",
-            help="evaluate checkpoints over a grid of search settings and opponents (resumable)",
-            description="Plays every cell of a sweep config's grid as batched games; "
-            "overrides: --config.KEY=VALUE, e.g. --config.games.num_games=64.",
-        )
-    finally:
-        commands._parser_class = parser_class
+    parser = add_config_command(
+        commands,
+        "sweep",
+        help="evaluate checkpoints over a grid of search settings and opponents (resumable)",
+        description="Plays every cell of a sweep config's grid as batched games; "
+        "overrides: --config.KEY=VALUE, e.g. --config.games.num_games=64.",
+    )
     parser.add_argument("--config", required=True, help="a Python sweep config with get_config()")
     parser.add_argument("--workdir", required=True, help="cells, results, plots (resumable)")
     parser.add_argument(
@@ -643,13 +640,3 @@ def register(commands) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(run=cmd_sweep, overrides=[])
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value

@@ -61,7 +61,7 @@ from gojax._atomic import atomic_file, write_atomic
 from gojax._board import BLACK, WHITE, GoState, new_game, play, score
 from gojax._game import rules_of_record
 from gojax._replay import replay
-from gojax.cli import _positive
+from gojax.cli import _positive, _symmetry_arg
 from gojax.uct import random_rollout
 
 __all__ = [
@@ -748,15 +748,6 @@ def _counts_arg(text: str) -> tuple[int, ...]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,16, not {text!r}")
     return counts
-
-
-def _symmetry_arg(text: str) -> int | str:
-    from gojax.evaluate import check_symmetry
-
-    try:
-        return check_symmetry(int(text) if text.lstrip("-").isdigit() else text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def cmd_value_mse(args: argparse.Namespace) -> int:

@@ -59,19 +59,25 @@ class _TrainParser(argparse.ArgumentParser):
         return namespace, unknown
 
 
-def register(commands) -> None:
-    """Add ``gojax train`` to the subcommands of the ``gojax`` parser."""
+def add_config_command(commands, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand whose parser keeps ``--config.KEY=VALUE`` overrides (``_TrainParser``)."""
     parser_class = commands._parser_class
     commands._parser_class = _TrainParser
     try:
-        parser = commands.add_parser(
-            "train",
-            help="self-play training from a config file (resumes from the workdir)",
-            description="Trains from a config file; overrides: --config.KEY=VALUE with dotted "
-            "keys, e.g. --config.train.total_steps=100.",
-        )
+        return commands.add_parser(name, **kwargs)
     finally:
         commands._parser_class = parser_class
+
+
+def register(commands) -> None:
+    """Add ``gojax train`` to the subcommands of the ``gojax`` parser."""
+    parser = add_config_command(
+        commands,
+        "train",
+        help="self-play training from a config file (resumes from the workdir)",
+        description="Trains from a config file; overrides: --config.KEY=VALUE with dotted "
+        "keys, e.g. --config.train.total_steps=100.",
+    )
     parser.add_argument("--config", required=True, help="a Python config file with get_config()")
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots, SGF")
     parser.set_defaults(run=cmd_train, overrides=[])
@@ -100,17 +106,13 @@ def cmd_train_sl(args) -> int:
 
 def register_sl(commands) -> None:
     """Add ``gojax train-sl`` to the subcommands of the ``gojax`` parser."""
-    parser_class = commands._parser_class
-    commands._parser_class = _TrainParser
-    try:
-        parser = commands.add_parser(
-            "train-sl",
-            help="supervised learning from a folder of SGF games (resumes from the workdir)",
-            description="Trains a policy and value net on the moves and results of SGF games; "
-            "overrides: --config.KEY=VALUE, e.g. --config.train.total_steps=100.",
-        )
-    finally:
-        commands._parser_class = parser_class
+    parser = add_config_command(
+        commands,
+        "train-sl",
+        help="supervised learning from a folder of SGF games (resumes from the workdir)",
+        description="Trains a policy and value net on the moves and results of SGF games; "
+        "overrides: --config.KEY=VALUE, e.g. --config.train.total_steps=100.",
+    )
     parser.add_argument("--config", required=True, help="a Python config file with get_config()")
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots")
     parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")

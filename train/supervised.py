@@ -245,9 +245,17 @@ class SGFStream:
         self.index = 0  # position in the epoch's permutation
         self.skipped: dict[str, str] = {}
         self.used = 0
+        self._order_for: tuple[int, list] | None = None  # (epoch, files) of _order_cache
+        self._order_cache = np.zeros(0, np.int64)
 
     def _order(self) -> np.ndarray:
-        return np.random.default_rng([self.seed, self.epoch]).permutation(len(self.files))
+        """This epoch's file order, drawn once per epoch (not once per game)."""
+        epoch, files = self._order_for or (None, None)
+        if epoch != self.epoch or files is not self.files:  # identity: no list comparison
+            rng = np.random.default_rng([self.seed, self.epoch])
+            self._order_for = (self.epoch, self.files)
+            self._order_cache = rng.permutation(len(self.files))
+        return self._order_cache
 
     def load(self, path: Path) -> dict[str, np.ndarray] | None:
         """The examples of one file, or None (with a warning the first time) if unusable."""
