@@ -172,7 +172,7 @@ def test_gtp_agent_against_gnugo(tmp_path):
     try:
         gnugo = gnugo_agent(0)
     except ValueError:
-        pytest.skip("gnugo is not installed")
+        pytest.skip("gnugo is not installed (apt-get install gnugo; .ci/run installs it)")
     r = play_games(
         capture_agent(),
         gnugo,

@@ -268,11 +268,10 @@ def test_two_processes_match_one(tmp_path):
             _, err = p.communicate()
         if p.returncode:
             errors.append(err[-3000:])
+    # No skip on a collective error: the pinned jaxlib runs CPU collectives across
+    # processes, so any failure here is ours.
     if errors:
-        text = "\n".join(errors)
-        if "gloo" in text.lower() or "collective" in text.lower() or "not implemented" in text:
-            pytest.skip(f"CPU collectives across processes unsupported by this jaxlib: {text}")
-        raise AssertionError(text)
+        raise AssertionError("\n".join(errors))
     _run_worker(["single", str(tmp_path / "one.npz")], env)
     one = np.load(tmp_path / "one.npz")
     for i in range(2):

@@ -99,16 +99,18 @@ def test_bad_configs_are_clear_errors(key, value, message):
         check_config(c)
 
 
-def test_unknown_keys_are_rejected(tmp_path, capsys):
+def test_unknown_keys_are_rejected(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the config names runs/go9_tiny relative to here: none
     c = default_config()
     c.checkpoints.workdir = "run"
     c.search.simulation = (8,)  # a typo in a config file
     with pytest.raises(ValueError, match=r"unknown sweep config keys \['search.simulation'\]"):
         check_config(c)
-    code = main(["sweep", "--config", str(CONFIG), "--workdir", str(tmp_path), "--config.gmaes=3"])
+    out = str(tmp_path / "sweep")
+    code = main(["sweep", "--config", str(CONFIG), "--workdir", out, "--config.gmaes=3"])
     err = capsys.readouterr().err
     assert code == 2 and "unknown config key 'gmaes'" in err and "Traceback" not in err
-    code = main(["sweep", "--config", str(CONFIG), "--workdir", str(tmp_path)])
+    code = main(["sweep", "--config", str(CONFIG), "--workdir", out])
     assert code == 2 and "runs/go9_tiny: no checkpoints" in capsys.readouterr().err
 
 
