@@ -62,6 +62,7 @@ __all__ = [
     "MatchConfig",
     "MatchResult",
     "format_table",
+    "read_match",
     "read_results",
     "register",
     "run_match",
@@ -247,6 +248,40 @@ def read_results(folder: str | os.PathLike, *, repair: bool = False) -> dict[int
             f.flush()
             os.fsync(f.fileno())
     return results
+
+
+def read_match(folder: str | os.PathLike) -> MatchResult:
+    """A match folder as it stands: its settings (``match.json``) and finished games.
+
+    For reports on matches played earlier, possibly still running (a game cut
+    short is not counted). Raises ValueError naming the file if the folder
+    holds no match or a file is unreadable.
+    """
+    folder = Path(folder)
+    path = folder / MANIFEST_FILE
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        config = MatchConfig(
+            engine_a=stored["engine_a"],
+            engine_b=stored["engine_b"],
+            out=folder,
+            size=int(stored["size"]),
+            komi=float(stored["komi"]),
+            rules=stored["rules"],
+            max_moves=int(stored["max_moves"]),
+            time=tuple(stored["time"]) if stored.get("time") else None,
+        )
+    except FileNotFoundError:
+        raise ValueError(f"{folder}: not a match folder (no {MANIFEST_FILE})") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a match manifest ({err!r})") from None
+    done = read_results(folder)
+    games = [done[i] for i in sorted(done)]
+    names = {"A": "A", "B": "B"}
+    for game in games:
+        names[game.black] = game.black_name
+        names[game.white] = game.white_name
+    return MatchResult(dataclasses.replace(config, games=max(len(games), 1)), games, names)
 
 
 def _append_result(folder: Path, game: GameResult) -> None:

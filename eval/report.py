@@ -12,6 +12,7 @@ entry                          kind          plots (in the figures folder)
                                              ``<name>_ratings.png``,
                                              ``<name>_elo_vs_step.png``
 ``<name>/metrics.jsonl``       training run  ``<name>_learning_curve.png``
+``<name>/*/match.json``        strength      ``<name>.png``
 =============================  ============  ===========================================
 
 ``<name>`` is the file's stem or the folder's name. Each result is rendered as
@@ -68,6 +69,7 @@ _FENCE = ("```", "~~~")
 VALUE_MSE_MIN_POSITIONS = 10
 # Rows of the training-run table: the first record, the last, and this many in all.
 TRAINING_ROWS = 5
+_MATCH_MANIFEST = "match.json"  # eval.match.MANIFEST_FILE (not imported: it pulls in jax)
 
 
 # ---------------------------------------------------------------------------- markdown
@@ -130,7 +132,7 @@ class ResultEntry:
     """One recorded result: its marker name, its kind and where it is."""
 
     name: str
-    kind: str  # "value-mse", "bench", "sweep" or "training"
+    kind: str  # "value-mse", "bench", "sweep", "training" or "strength"
     path: Path  # a file, or the run's / sweep's folder
 
 
@@ -166,6 +168,8 @@ def find_results(folder: str | os.PathLike) -> tuple[list[ResultEntry], list[str
         elif path.is_dir():
             kind = "training" if (path / "metrics.jsonl").is_file() else None
             kind = "sweep" if (path / "results.json").is_file() else kind
+            if kind is None and any(path.glob(f"*/{_MATCH_MANIFEST}")):
+                kind = "strength"  # a folder of `gojax match` folders
         if kind is None:
             warnings.append(f"{path}: not a known kind of result, skipped")
         elif not _NAME.fullmatch(name):
@@ -189,6 +193,7 @@ def render_result(entry: ResultEntry) -> Rendered:
         "bench": _render_bench,
         "sweep": _render_sweep,
         "training": _render_training,
+        "strength": _render_strength,
     }[entry.kind]
     try:
         return render(entry)
@@ -338,7 +343,7 @@ def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
 
 def _render_sweep(entry: ResultEntry) -> Rendered:
     from eval.ratings import Rating, plot_ratings
-    from eval.sweep import _plot_elo_vs_step, _plot_win_rates
+    from eval.sweep import plot_elo_vs_step, plot_win_rates
 
     data = _read_json(entry.path / "results.json")
     rows = list(data["cells"])
@@ -347,13 +352,13 @@ def _render_sweep(entry: ResultEntry) -> Rendered:
     plots: dict[str, Callable[[Path], None]] = {}
     # The plots `gojax sweep` draws, on the same conditions.
     if rows:
-        plots[f"{entry.name}_win_rate_vs_simulations.png"] = lambda p: _plot_win_rates(rows, p)
+        plots[f"{entry.name}_win_rate_vs_simulations.png"] = lambda p: plot_win_rates(rows, p)
     if rows and ratings is not None:
         title = "Sweep ratings (95% intervals)"
         plots[f"{entry.name}_ratings.png"] = lambda p: plot_ratings(ratings, p, title=title)
         if len({r["step"] for r in rows}) > 1:
             name = f"{entry.name}_elo_vs_step.png"
-            plots[name] = lambda p: _plot_elo_vs_step(rows, ratings, p)
+            plots[name] = lambda p: plot_elo_vs_step(rows, ratings, p)
     return Rendered(entry, _sweep_markdown(rows, ratings), plots)
 
 
@@ -474,6 +479,83 @@ def _render_training(entry: ResultEntry) -> Rendered:
         plot_learning_curve(records, path, panels=panels)
 
     return Rendered(entry, markdown, {f"{entry.name}_learning_curve.png": plot})
+
+
+# ---------------------------------------------------------------------------- strength
+
+
+def _strength_rows(matches) -> list[list[str]]:
+    rows = []
+    for folder, m in matches:
+        c = m.config
+        n = len(m.games)
+        lo, hi = m.interval_a
+        rows.append(
+            [
+                f"`{folder}`",
+                f"{c.size}×{c.size}",
+                f"{c.komi:g}",
+                m.names["A"],
+                m.names["B"],
+                str(n),
+                f"{m.wins('A')} ({m.wins('A', 'B')} / {m.wins('A', 'W')})",
+                str(m.draws),
+                f"{_percent(m.win_rate_a)} ({_percent(lo)}–{_percent(hi)})" if n else "–",
+                f"{m.mean_length:.0f}" if n else "–",
+            ]
+        )
+    return rows
+
+
+def _strength_markdown(matches) -> str:
+    headers = ["match", "board", "komi", "engine A", "engine B", "games"]
+    headers += ["A wins (as B / as W)", "draws", "A win rate (95% Wilson)", "mean moves"]
+    right = [False, False, True, False, False, True, True, True, True, True]
+    table = markdown_table(headers, _strength_rows(matches), right=right)
+    commands = "\n".join(
+        f"- `{folder}`: A = `{m.config.engine_a}`; B = `{m.config.engine_b}`; "
+        f"{m.config.rules} rules"
+        for folder, m in matches
+    )
+    return f"{table}\n\nDraws count half. Engines:\n\n{commands}"
+
+
+def _plot_strength(matches, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    played = [(folder, m) for folder, m in matches if m.games]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(played) + 1.2))
+    for y, (_, m) in enumerate(played):
+        lo, hi = m.interval_a
+        rate = m.win_rate_a
+        ax.errorbar(rate, y, xerr=[[rate - lo], [hi - rate]], fmt="o", color="C0", capsize=3)
+    ax.set_yticks(range(len(played)))
+    ax.set_yticklabels(
+        [f"{m.names['A']} vs {m.names['B']}, {m.config.size}×{m.config.size} ({len(m.games)})"
+         for _, m in played]
+    )  # fmt: skip
+    ax.axvline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("engine A's win rate (95% Wilson interval; games in brackets)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _render_strength(entry: ResultEntry) -> Rendered:
+    from eval.match import read_match
+
+    folders = sorted(p.parent for p in entry.path.glob(f"*/{_MATCH_MANIFEST}"))
+    matches = [(folder.name, read_match(folder)) for folder in folders]
+    matches.sort(key=lambda fm: (fm[1].config.size, fm[0]))  # 9x9 before 19x19
+    plots = {}
+    if any(m.games for _, m in matches):
+        plots[f"{entry.name}.png"] = lambda p: _plot_strength(matches, p)
+    return Rendered(entry, _strength_markdown(matches), plots)
 
 
 # ---------------------------------------------------------------------------- marker blocks

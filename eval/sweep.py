@@ -47,7 +47,15 @@ import ml_collections
 from gojax._atomic import write_atomic
 from gojax.cli import _positive
 
-__all__ = ["Cell", "cells_of", "default_config", "register", "run_sweep"]
+__all__ = [
+    "Cell",
+    "cells_of",
+    "default_config",
+    "plot_elo_vs_step",
+    "plot_win_rates",
+    "register",
+    "run_sweep",
+]
 
 CELLS_DIR = "cells"
 MANIFEST = "sweep.json"
@@ -501,14 +509,14 @@ def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots
         write_atomic(workdir / "ratings.txt", ratings_table(ratings) + "\n")
     if not plots or not rows:
         return
-    _plot_win_rates(rows, workdir / "win_rate_vs_simulations.png")
+    plot_win_rates(rows, workdir / "win_rate_vs_simulations.png")
     if ratings is not None:
         plot_ratings(ratings, workdir / "ratings.png", title="Sweep ratings (95% intervals)")
         if len({r["step"] for r in rows}) > 1:
-            _plot_elo_vs_step(rows, ratings, workdir / "elo_vs_step.png")
+            plot_elo_vs_step(rows, ratings, workdir / "elo_vs_step.png")
 
 
-def _plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
+def plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -551,7 +559,7 @@ def _plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, path)
 
 
-def _plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
+def plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

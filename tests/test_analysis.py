@@ -22,14 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import REPO, reference_path
 
-from eval.analysis import (
-    AnalysisEngine,
-    QueryError,
-    _LineReader,
-    handicap_stones,
-    parse_query,
-    parse_rules,
-)
+from eval.analysis import AnalysisEngine, _LineReader
+from eval.analysis_query import QueryError, handicap_stones, parse_query, parse_rules
 from gojax._board import BLACK, WHITE
 from gojax._coords import gtp_to_action
 from gojax._game import state_from_moves

@@ -282,3 +282,55 @@ def test_sweep_results_render_cells_ratings_and_plots(tmp_path):
     assert "| 3 | s10 | -70.0 | -200.0 to 60.0 | 10 |" in text
     for name in ("win_rate_vs_simulations", "ratings", "elo_vs_step"):
         assert (tmp_path / "fig" / f"tiny_sweep_{name}.png").read_bytes()[:8] == PNG
+
+
+def _match_folder(folder, size, outcomes):
+    """A `gojax match` folder: its manifest and one result line per ``(black, winner)``."""
+    folder.mkdir(parents=True)
+    manifest = {"engine_a": "gojax gtp --visits 8", "engine_b": "gnugo --mode gtp --level 10",
+                "size": size, "komi": 7.0, "rules": "chinese", "max_moves": 2 * size * size,
+                "time": None}  # fmt: skip
+    (folder / "match.json").write_text(json.dumps(manifest))
+    lines = []
+    for game, (black, winner) in enumerate(outcomes):
+        names = {"A": "ours", "B": "gnugo"}
+        white = "B" if black == "A" else "A"
+        result = "0" if winner is None else ("B+3" if winner == black else "W+3")
+        lines.append(json.dumps({
+            "game": game, "black": black, "black_name": names[black],
+            "white_name": names[white], "result": result, "winner": winner,
+            "reason": "score", "moves": 40 + game, "margin": 3.0, "loser_move": None,
+            "seconds": 1.0, "sgf": f"game-{game + 1:04d}.sgf",
+        }) + "\n")  # fmt: skip
+    (folder / "results.jsonl").write_text("".join(lines) + '{"game": 9, "bla')  # a torn last line
+
+
+def test_match_folders_render_as_a_strength_table_and_plot(tmp_path):
+    strength = tmp_path / "results" / "strength"
+    # 19x19 first on disk: the table still lists 9x9 first.
+    _match_folder(strength / "big", 19, [("A", "A"), ("B", "A")])
+    _match_folder(strength / "small", 9, [("A", "A"), ("B", "B"), ("A", None), ("B", "A")])
+    (tmp_path / "B.md").write_text("<!-- report:strength -->\n<!-- /report:strength -->\n")
+    result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
+    assert result.ok and not result.warnings, result
+    text = (tmp_path / "B.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    # 9x9: A won as Black (game 0) and as White (game 3), drew once: 2.5 of 4.
+    assert (
+        rows[0]
+        == "| `small` | 9×9 | 7 | ours | gnugo | 4 | 2 (1 / 1) | 1 | 62.5% ("
+        + (rows[0].split("62.5% (")[1])
+    )
+    assert rows[0].endswith(" | 42 |")  # mean of 40..43 moves, the torn line not counted
+    assert rows[1].startswith("| `big` | 19×19 | 7 | ours | gnugo | 2 | 2 (1 / 1) | 0 | 100.0% (")
+    assert "- `small`: A = `gojax gtp --visits 8`; B = `gnugo --mode gtp --level 10`" in text
+    assert (tmp_path / "fig" / "strength.png").read_bytes()[:8] == PNG
+
+
+def test_a_broken_match_manifest_is_named(tmp_path):
+    strength = tmp_path / "results" / "strength"
+    _match_folder(strength / "m", 9, [("A", "A")])
+    (strength / "m" / "match.json").write_text('{"engine_a": "x"}')
+    entries, _ = find_results(tmp_path / "results")
+    with pytest.raises(ValueError, match=r"m/match.json: not a match manifest"):
+        render_result(entries[0])

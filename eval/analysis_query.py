@@ -1,0 +1,437 @@
+"""Queries of KataGo's JSON analysis protocol: parsing and checking, no device work.
+
+``parse_query`` turns one request line's JSON object into a :class:`Query`
+(board, moves, turns to analyse, rules, komi, visits, what to include), or
+raises :class:`QueryError` with the message KataGo would give: ``eval.analysis``
+replies with it as an error for that id. Rule names of KataGo that our presets
+do not spell are mapped to the nearest preset with a warning saying what is
+not supported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+
+from eval.engine import EngineError, rules_from_json
+from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
+from gojax._coords import gtp_to_action
+from gojax._rules import RULE_PRESETS, get_rules
+
+REPORT_AS = ("BLACK", "WHITE", "SIDETOMOVE")
+MAX_VISITS = 1 << 16  # a visit budget is compiled into the search: keep programs sane
+MAX_KOMI = 400.0
+MAX_MOVES_PER_POINT = 4  # longest game record: 4 moves per point (1444 on 19x19)
+DEFAULT_PV_LENGTH = 15  # moves after the first, KataGo's analysisPVLen
+
+# KataGo rule names that our presets do not spell: (preset, whiteHandicapBonus,
+# default komi, what of the rules is not supported and replaced by area scoring).
+_KATAGO_NAMES = {
+    "japanese": ("chinese", "0", 6.5, "territory scoring"),
+    "korean": ("chinese", "0", 6.5, "territory scoring"),
+    "ancient-territory": ("chinese", "0", 6.5, "territory scoring with group tax"),
+    "ancient-area": ("chinese", "0", 7.5, "group tax"),
+    "stone-scoring": ("chinese", "0", 7.5, "group tax"),
+    "chinese-kgs": ("chinese-ogs", "N", 7.5, None),
+    "bga": ("aga", "N-1", 7.5, None),
+    "french": ("aga", "N-1", 7.5, None),
+    "aga-button": ("aga", "N-1", 7.0, "the button"),
+    "goe": ("tromp-taylor", "0", 7.5, None),
+    "ing": ("tromp-taylor", "0", 7.5, None),
+}
+_DEFAULT_KOMI = {"new-zealand": 7.0}  # KataGo's default komi where it is not 7.5
+_BONUS = {"none": "0", "n": "N", "n-1": "N-1"}
+
+# Query fields that are read and honoured.
+_FIELDS = {
+    "id",
+    "action",
+    "boardXSize",
+    "boardYSize",
+    "initialStones",
+    "initialPlayer",
+    "moves",
+    "analyzeTurns",
+    "rules",
+    "komi",
+    "whiteHandicapBonus",
+    "maxVisits",
+    "analysisPVLen",
+    "includeOwnership",
+    "includePolicy",
+    "overrideSettings",
+    "priority",
+    "priorities",
+}
+# KataGo fields that are accepted but have no effect here (a warning says so when set).
+_IGNORED_FIELDS = {
+    "rootPolicyTemperature",
+    "rootFpuReductionMax",
+    "includeOwnershipStdev",
+    "includeMovesOwnership",
+    "includeMovesOwnershipStdev",
+    "includePVVisits",
+    "includeNoResultValue",
+    "reportDuringSearchEvery",
+    "firstReportDuringSearchAfter",
+    "avoidMoves",
+    "allowMoves",
+}
+_SETTINGS = {"maxVisits", "analysisPVLen", "reportAnalysisWinratesAs"}  # in overrideSettings
+
+
+class QueryError(ValueError):
+    """A query that cannot be analysed: KataGo's ``{"id", "field", "error"}`` reply."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """One parsed analysis query: a game record and what to report on it."""
+
+    id: str
+    size: int
+    rules: str  # a preset of ``gojax._rules.RULE_PRESETS``
+    komi: float  # the komi the positions are scored with, handicap bonus included
+    setup: np.ndarray  # [P] int8 stones before the first move (+1 black, -1 white)
+    first_player: int  # +1 black, -1 white: to move at turn 0
+    colours: np.ndarray  # [T] int8 colour of each move
+    actions: np.ndarray  # [T] int32 action of each move (P = pass)
+    turns: tuple[int, ...]  # positions to analyse, ascending: turn t is after t moves
+    visits: int  # the root's visit budget (1: the network alone)
+    include_ownership: bool
+    include_policy: bool
+    pv_length: int  # moves of each principal variation after its first
+    report_as: str  # one of REPORT_AS
+
+    @property
+    def max_moves(self) -> int:
+        """The state's move cap: ``2 * size**2`` (pgx's), doubled for the rare games that
+        leave fewer than ``3 * size`` plies to search below their last position."""
+        cap = 2 * self.size * self.size
+        while cap < len(self.actions) + 3 * self.size:
+            cap *= 2
+        return cap
+
+
+# ----------------------------------------------------------------------------
+# Parsing
+
+
+def _integer(value: Any, field: str, low: int, high: int, message: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(field, message)
+    if not low <= value <= high or not float(value).is_integer():  # range first: no overflow
+        raise QueryError(field, message)
+    return int(value)
+
+
+def _komi(value: Any, field: str) -> float:
+    message = "Must be a integer or half-integer from -400.0 to 400.0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(field, message)
+    if not (abs(value) <= MAX_KOMI and float(2 * value).is_integer()):
+        raise QueryError(field, message)
+    return float(value)
+
+
+def _boolean(request: dict, field: str) -> bool:
+    value = request.get(field, False)
+    if not isinstance(value, bool):
+        raise QueryError(field, "Must be a boolean")
+    return value
+
+
+def _player(value: Any, field: str) -> int:
+    text = value.upper() if isinstance(value, str) else None
+    if text in ("B", "BLACK"):
+        return BLACK
+    if text in ("W", "WHITE"):
+        return WHITE
+    raise QueryError(field, 'Must be "b" or "w"')
+
+
+def _location(text: Any, size: int, field: str, allow_pass: bool) -> int:
+    """A GTP vertex (``"D4"``, ``"pass"``) or KataGo's ``"(x,y)"`` (y = 0 on top) → action."""
+    if not isinstance(text, str):
+        raise QueryError(field, "Must be an array of GTP board vertices")
+    stripped = text.strip()
+    try:
+        if stripped.startswith("(") and stripped.endswith(")"):
+            x, y = (int(part) for part in stripped[1:-1].split(","))
+            if not (0 <= x < size and 0 <= y < size):
+                raise ValueError(text)
+            action = y * size + x
+        else:
+            action = gtp_to_action(stripped, size)
+    except ValueError:
+        raise QueryError(field, f"Could not parse board location: {text}") from None
+    if action == size * size and not allow_pass:
+        raise QueryError(field, f"Could not parse board location: {text}")
+    return action
+
+
+def _moves(value: Any, size: int, field: str, allow_pass: bool) -> list[tuple[int, int]]:
+    shape = 'Must be an array of pairs of the form: ["b" or "w", GTP board vertex]'
+    if not isinstance(value, list):
+        raise QueryError(field, shape)
+    moves = []
+    for pair in value:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise QueryError(field, shape)
+        try:
+            colour = _player(pair[0], field)
+        except QueryError:
+            raise QueryError(field, f"Could not parse player: {pair[0]}") from None
+        moves.append((colour, _location(pair[1], size, field, allow_pass)))
+    return moves
+
+
+def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
+    """KataGo's ``rules`` (a name or a JSON object) → ``(preset, whiteHandicapBonus,
+    default komi, warning)``.
+
+    Rules that score by territory, tax groups or have a button are replaced by
+    the nearest area-scoring preset with the same ko and suicide rules, with a
+    warning (as KataGo does when a network does not support some rules).
+
+    >>> parse_rules("japanese")[:3]
+    ('chinese', '0', 6.5)
+    """
+    if isinstance(value, str):
+        key = value.strip().lower().replace("_", "-").replace(" ", "-")
+        if key in _KATAGO_NAMES:
+            preset, bonus, komi, missing = _KATAGO_NAMES[key]
+        else:
+            try:
+                preset = get_rules(key).name
+            except ValueError:
+                raise QueryError("rules", f"Could not parse rules: {value}") from None
+            bonus = _BONUS[RULE_PRESETS[preset].handicap_bonus]
+            komi, missing = _DEFAULT_KOMI.get(preset, 7.5), None
+        warning = None
+        if missing:
+            warning = f"Rules {value} not supported ({missing}), using {preset} instead"
+        return preset, bonus, komi, warning
+    if not isinstance(value, dict):
+        raise QueryError(
+            "rules",
+            'Must specify rules string, such as "chinese" or "tromp-taylor", '
+            "or a JSON object with detailed rules parameters.",
+        )
+    fields = dict(value)
+    bonus = fields.pop("whiteHandicapBonus", None)
+    fields.pop("friendlyPassOk", None)  # only changes how KataGo ends games by passing
+    komi = fields.pop("komi", None)
+    fields.setdefault("ko", "POSITIONAL")  # KataGo's defaults for a JSON object
+    fields.setdefault("suicide", True)
+    missing = []
+    if str(fields.get("scoring", "AREA")).upper() != "AREA":
+        missing.append("territory scoring")
+        fields["scoring"] = "AREA"
+        komi = 6.5 if komi is None else komi
+    if str(fields.get("tax", "NONE")).upper() != "NONE":
+        missing.append("group tax")
+        fields["tax"] = "NONE"
+    if fields.get("hasButton", False):
+        missing.append("the button")
+        fields["hasButton"] = False
+    try:
+        preset = rules_from_json(fields)
+    except (EngineError, TypeError):
+        raise QueryError("rules", f"Could not parse rules: {json.dumps(value)}") from None
+    if bonus is None:
+        bonus = _BONUS[RULE_PRESETS[preset].handicap_bonus]
+    bonus = _handicap_rule(bonus, "rules")
+    komi = _DEFAULT_KOMI.get(preset, 7.5) if komi is None else _komi(komi, "rules")
+    warning = None
+    if missing:
+        warning = f"Rules {json.dumps(value)} not supported ({', '.join(missing)}), "
+        warning += f"using {preset} instead"
+    return preset, bonus, float(komi), warning
+
+
+def _handicap_rule(value: Any, field: str) -> str:
+    text = str(value).strip().upper() if isinstance(value, str | int) else None
+    if text not in ("0", "N", "N-1"):
+        raise QueryError(field, 'Must be "0", "N" or "N-1"')
+    return text
+
+
+def handicap_stones(setup: np.ndarray, moves: list[tuple[int, int]], size: int) -> int:
+    """How many handicap stones White is compensated for, as KataGo counts them.
+
+    Black's setup stones plus the Black moves that open the game (a lone
+    White pass between them does not end the opening; two White moves in a
+    row mean a set-up problem, not a handicap). None with White setup
+    stones, and fewer than two is no handicap.
+    """
+    if np.any(setup == WHITE):
+        return 0
+    opening = 0
+    for i, (colour, action) in enumerate(moves):
+        if colour != BLACK:
+            if i + 1 < len(moves) and moves[i + 1][0] != BLACK:
+                opening = 0
+                break
+            if action == size * size:
+                continue
+            break
+        if action != size * size:
+            opening += 1
+    stones = int(np.sum(setup == BLACK)) + opening
+    return stones if stones > 1 else 0
+
+
+def _position(request: dict) -> tuple[int, np.ndarray, list[tuple[int, int]], int]:
+    """``(size, setup [P], moves, first player)`` of a query."""
+    size_error = f"Must provide an integer from {MIN_SIZE} to {MAX_SIZE}"
+    for field in ("boardXSize", "boardYSize"):
+        if field not in request:
+            raise QueryError(field, size_error)
+    width = _integer(request["boardXSize"], "boardXSize", MIN_SIZE, MAX_SIZE, size_error)
+    size = _integer(request["boardYSize"], "boardYSize", MIN_SIZE, MAX_SIZE, size_error)
+    if width != size:
+        raise QueryError("boardYSize", f"Only square boards are supported, not {width}x{size}")
+    setup = np.zeros(size * size, np.int8)
+    for colour, action in _moves(request.get("initialStones", []), size, "initialStones", False):
+        setup[action] = colour
+    if "moves" not in request:
+        raise QueryError("moves", "Must specify an array of [player,location] pairs")
+    moves = _moves(request["moves"], size, "moves", True)
+    limit = MAX_MOVES_PER_POINT * size * size
+    if len(moves) > limit:
+        raise QueryError("moves", f"Too many moves ({len(moves)}), at most {limit} on this board")
+    if "initialPlayer" in request:
+        first = _player(request["initialPlayer"], "initialPlayer")
+    elif moves:
+        first = moves[0][0]
+    else:  # KataGo: White moves first after handicap stones
+        first = WHITE if handicap_stones(setup, [], size) else BLACK
+    return size, setup, moves, first
+
+
+def _turns(request: dict, moves: int) -> tuple[int, ...]:
+    """The turns to analyse, ascending (default: the last position)."""
+    if "priority" in request:  # only checked: every turn of a batch finishes together
+        _integer(request["priority"], "priority", -(1 << 62), 1 << 62, "Must be an integer")
+    if "priorities" in request and not (
+        isinstance(request["priorities"], list) and "analyzeTurns" in request
+    ):
+        raise QueryError("priorities", "Must be an array of integers matching analyzeTurns")
+    if "analyzeTurns" not in request:
+        return (moves,)
+    turns = request["analyzeTurns"]
+    message = "Must specify an array of integers indicating turns to analyze"
+    if not isinstance(turns, list):
+        raise QueryError("analyzeTurns", message)
+    for turn in turns:
+        bad = f"Invalid turn number: {turn}" if isinstance(turn, int) else message
+        _integer(turn, "analyzeTurns", 0, moves, bad)
+    return tuple(sorted({int(t) for t in turns}))
+
+
+def _scoring(
+    request: dict, setup: np.ndarray, moves: list[tuple[int, int]], size: int
+) -> tuple[str, float, str | None]:
+    """``(preset, komi with the handicap bonus, warning)`` of a query."""
+    if "rules" not in request:
+        raise QueryError(
+            "rules",
+            'Must specify rules string, such as "chinese" or "tromp-taylor", '
+            "or a JSON object with detailed rules parameters.",
+        )
+    rules, bonus, komi, warning = parse_rules(request["rules"])
+    if "komi" in request:
+        komi = _komi(request["komi"], "komi")
+    if "whiteHandicapBonus" in request:
+        bonus = _handicap_rule(request["whiteHandicapBonus"], "whiteHandicapBonus")
+    stones = handicap_stones(setup, moves, size)
+    komi += {"0": 0, "N": stones, "N-1": max(stones - 1, 0)}[bonus]
+    return rules, komi, warning
+
+
+def _options(
+    request: dict, visits: int, report_as: str, warnings: list[tuple[str, str]]
+) -> tuple[int, int, str]:
+    """``(visits, pv length, perspective)``: the query's fields over ``overrideSettings``
+    over the engine's defaults."""
+    budget_error = f"Must be an integer from 1 to {MAX_VISITS}"
+    pv_error = "Must be an integer from 1 to 1000"
+    settings = request.get("overrideSettings", {})
+    if not isinstance(settings, dict):
+        raise QueryError("overrideSettings", "Must be an object")
+    unknown = sorted(set(settings) - _SETTINGS)
+    if unknown:
+        message = f"Unknown or unsupported config params: {','.join(unknown)}"
+        warnings.append(("overrideSettings", message))
+    pv_length = DEFAULT_PV_LENGTH
+    if "maxVisits" in settings:
+        visits = _integer(settings["maxVisits"], "overrideSettings", 1, MAX_VISITS, budget_error)
+    if "analysisPVLen" in settings:
+        pv_length = _integer(settings["analysisPVLen"], "overrideSettings", 1, 1000, pv_error)
+    if "reportAnalysisWinratesAs" in settings:
+        report_as = str(settings["reportAnalysisWinratesAs"]).upper()
+        report_as = {"B": "BLACK", "W": "WHITE"}.get(report_as, report_as)
+        if report_as not in REPORT_AS:
+            message = "reportAnalysisWinratesAs must be " + "|".join(REPORT_AS)
+            raise QueryError("overrideSettings", message)
+    if "maxVisits" in request:
+        visits = _integer(request["maxVisits"], "maxVisits", 1, MAX_VISITS, budget_error)
+    if "analysisPVLen" in request:
+        pv_length = _integer(request["analysisPVLen"], "analysisPVLen", 1, 1000, pv_error)
+    return visits, pv_length, report_as
+
+
+def parse_query(
+    request: dict, *, visits: int, report_as: str
+) -> tuple[Query, list[tuple[str, str]]]:
+    """Check one analysis query and return it with its ``(field, warning)`` list.
+
+    Args:
+      request: the decoded JSON object.
+      visits: the visit budget when the query names none.
+      report_as: the default perspective of reported numbers.
+
+    Raises QueryError naming the field for anything that cannot be analysed.
+    """
+    if not isinstance(request.get("id"), str):
+        raise QueryError("id", 'Request must have a string "id" field')
+    warnings: list[tuple[str, str]] = []
+    size, setup, moves, first = _position(request)
+    turns = _turns(request, len(moves))
+    rules, komi, warning = _scoring(request, setup, moves, size)
+    if warning:
+        warnings.append(("rules", warning))
+    visits, pv_length, report_as = _options(request, visits, report_as, warnings)
+    include_ownership = _boolean(request, "includeOwnership")
+    include_policy = _boolean(request, "includePolicy")
+    for field in sorted(set(request) - _FIELDS):
+        if field not in _IGNORED_FIELDS:
+            warnings.append((field, "Unexpected or unused field, do you have a typo?"))
+        elif request[field] not in (False, None, [], {}):
+            warnings.append((field, "Not supported by this engine, ignored"))
+    query = Query(
+        id=request["id"],
+        size=size,
+        rules=rules,
+        komi=komi,
+        setup=setup,
+        first_player=first,
+        colours=np.asarray([c for c, _ in moves], np.int8),
+        actions=np.asarray([a for _, a in moves], np.int32),
+        turns=turns,
+        visits=visits,
+        include_ownership=include_ownership,
+        include_policy=include_policy,
+        pv_length=pv_length,
+        report_as=report_as,
+    )
+    return query, warnings
