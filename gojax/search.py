@@ -58,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax
 import jax
@@ -371,17 +371,13 @@ def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
 # The simulation loop (mctx's ``search`` with reuse and finished games).
 
 
-def _switching(root_fn, interior_fn):
-    """Root rule at depth 0, interior rule below (mctx's switching wrapper)."""
+class _Rules(NamedTuple):
+    """Selection rules on one unbatched tree: ``root(key, tree, node)``, ``interior(key, tree,
+    node, depth)`` -- mctx's switching pair, kept apart so that the root's rule runs once
+    per simulation instead of on every step of the batched descent."""
 
-    def select(key, tree, node, depth):
-        return jax.lax.cond(
-            depth == 0,
-            lambda: root_fn(key, tree, node),
-            lambda: interior_fn(key, tree, node, depth),
-        )
-
-    return select
+    root: Callable[..., jax.Array]
+    interior: Callable[..., jax.Array]
 
 
 def _ucb1_selection(key, tree: Tree, node, depth, *, c: float):
@@ -399,22 +395,20 @@ def _ucb1_selection(key, tree: Tree, node, depth, *, c: float):
     return jnp.where(jnp.any(unvisited), first, best).astype(jnp.int32)
 
 
-def _simulate(keys, tree: Tree, select, max_depth: int):
+def _simulate(keys, tree: Tree, rules: _Rules, max_depth: int):
     """mctx's ``simulate`` for ``[B]`` trees, also stopping before a finished game.
 
     Returns ``(node [B], action [B])``: the edge to expand. Its child may
     already exist: a finished game (expanded again, which backs its result
-    up once more) or a node at ``max_depth``.
+    up once more) or a node at ``max_depth``. The first step (the root's rule)
+    is taken before the loop, with the key mctx's loop would give it, so that
+    the batched loop evaluates only the interior rule.
     """
 
     def one(key, tree):
-        def cond(state):
-            return state[-1]
-
-        def body(state):
-            key, _, _, node, depth, _ = state
+        def step(key, node, depth, select):
             key, select_key = jax.random.split(key)
-            action = select(select_key, tree, node, depth)
+            action = select(select_key)
             child = tree.children_index[node, action]
             depth = depth + 1
             go_on = (
@@ -424,15 +418,14 @@ def _simulate(keys, tree: Tree, select, max_depth: int):
             )
             return key, node, action, child, depth, go_on
 
-        start = (
-            key,
-            jnp.asarray(Tree.NO_PARENT, jnp.int32),
-            jnp.asarray(Tree.NO_PARENT, jnp.int32),
-            jnp.asarray(Tree.ROOT_INDEX, jnp.int32),
-            jnp.zeros((), tree.children_prior_logits.dtype),
-            jnp.asarray(True),
-        )
-        _, node, action, _, _, _ = jax.lax.while_loop(cond, body, start)
+        def body(state):
+            key, _, _, node, depth, _ = state
+            return step(key, node, depth, lambda k: rules.interior(k, tree, node, depth))
+
+        root = jnp.asarray(Tree.ROOT_INDEX, jnp.int32)
+        depth = jnp.zeros((), tree.children_prior_logits.dtype)
+        start = step(key, root, depth, lambda k: rules.root(k, tree, root))
+        _, node, action, _, _, _ = jax.lax.while_loop(lambda state: state[-1], body, start)
         return node, action
 
     return jax.vmap(one)(keys, tree)
@@ -467,7 +460,7 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, allowed) 
 
 
 def _run_simulations(
-    tree: Tree, key, evaluator, select, target_visits: int, max_depth: int, allowed
+    tree: Tree, key, evaluator, rules: _Rules, target_visits: int, max_depth: int, allowed
 ):
     """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
     batch = tree.node_visits.shape[0]
@@ -481,7 +474,7 @@ def _run_simulations(
         key, tree, num_nodes, count = carry
         key, simulate_key, expand_key = jax.random.split(key, 3)
         active = tree.node_visits[:, Tree.ROOT_INDEX] < target_visits
-        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, select, max_depth)
+        parent, action = _simulate(jax.random.split(simulate_key, batch), tree, rules, max_depth)
         existing = tree.children_index[rows, parent, action]
         is_new = existing == Tree.UNVISITED
         # As in mctx, a node first expanded by a simulation takes the next free index.
@@ -671,9 +664,9 @@ def search(
             pb_c_base=config.pb_c_base,
             qtransform=mctx.qtransform_by_parent_and_siblings,
         )
-        select = _switching(functools.partial(rule, depth=0), rule)
+        rules = _Rules(functools.partial(rule, depth=0), rule)
     elif config.kind == "gumbel":
-        select = _switching(
+        rules = _Rules(
             functools.partial(
                 mctx.gumbel_muzero_root_action_selection,
                 num_simulations=config.num_simulations,
@@ -687,11 +680,11 @@ def search(
         )
     else:
         rule = functools.partial(_ucb1_selection, c=config.uct_c)
-        select = _switching(functools.partial(rule, depth=0), rule)
+        rules = _Rules(functools.partial(rule, depth=0), rule)
 
     max_depth = config.max_depth or tree.node_visits.shape[1]
     tree, simulations = _run_simulations(
-        tree, key_search, evaluator, select, config.num_simulations + 1, max_depth, config.allowed
+        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, config.allowed
     )
 
     stats = root_stats(tree)
