@@ -12,6 +12,11 @@ difference is the rules engine and the search loop. Sizes:
   b6c64  AlphaGoZeroNet, 6 residual blocks x 64 channels, batch 64
   b1c16  AlphaGoZeroNet, 1 residual block x 16 channels, batch 256
 
+Our rules: ``tromp-taylor`` masks every move that would repeat an earlier
+position (positional superko) at every node; ``chinese`` (simple ko, no
+suicide) masks what pgx's ``legal_action_mask`` masks -- pgx checks
+repetition only after a move is played. b1c16 runs under both.
+
 For each it prints simulations/s, the network alone at the same batch
 (``num_simulations + 1`` forward passes per search), each side's overhead
 over the network and the ratio ours/pgx; then the time saved by tree reuse
@@ -40,9 +45,10 @@ from gojax import nn as gnn
 from gojax._atomic import write_atomic
 from gojax.search import SearchConfig, agz_evaluator, reuse_subtree, search
 
-SIZES = (  # name, residual blocks, channels, batch
-    ("b6c64", 6, 64, 64),
-    ("b1c16", 1, 16, 256),
+SIZES = (  # name, residual blocks, channels, batch, our rules
+    ("b6c64", 6, 64, 64, "tromp-taylor"),
+    ("b1c16", 1, 16, 256, "tromp-taylor"),
+    ("b1c16", 1, 16, 256, "chinese"),
 )
 
 
@@ -66,6 +72,23 @@ def random_games(size: int, batch: int, moves: int, seed: int = 0):
         return jax.lax.scan(step, state, jax.random.split(key, moves))
 
     return jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(seed), batch))
+
+
+def replay(size: int, actions: jax.Array, rules: str) -> gojax.GoState:
+    """The ``[batch, moves]`` games of :func:`random_games` under other rules (all moves legal)."""
+
+    def one(actions):
+        state = gojax.new_game(size, komi=7.5, rules=rules)
+
+        def step(state, action):
+            return gojax.play(state, action), gojax.legal_moves(state)[action]
+
+        return jax.lax.scan(step, state, actions)
+
+    states, legal = jax.jit(jax.vmap(one))(actions)
+    if not bool(jnp.all(legal)):
+        raise RuntimeError(f"a random game has a move illegal under {rules}; use fewer --moves")
+    return states
 
 
 def pgx_states(env, actions: jax.Array):
@@ -142,11 +165,13 @@ def ours_search_fn(net, config: SearchConfig):
     return run
 
 
-def measure_size(name, blocks, channels, batch, args, env) -> dict:
+def measure_size(name, blocks, channels, batch, rules, args, env) -> dict:
     size, sims = args.size, args.simulations
     net = gnn.AlphaGoZeroNet(num_blocks=blocks, channels=channels, value_hidden=channels)
     variables = net.init(jax.random.key(0), *gnn.example_inputs(net, 1, size))
     states, actions = random_games(size, batch, args.moves)
+    if rules != "tromp-taylor":
+        states = replay(size, actions, rules)
     peers = pgx_states(env, actions)
     if bool(jnp.any(peers.terminated)):
         raise RuntimeError("a replayed game ended in pgx; use fewer --moves")
@@ -165,6 +190,7 @@ def measure_size(name, blocks, channels, batch, args, env) -> dict:
     row = {
         "net": name,
         "batch": batch,
+        "rules": rules,
         "simulations": sims,
         "ours_sims_per_s": batch * sims / t_ours,
         "pgx_sims_per_s": batch * sims / t_pgx,
@@ -232,7 +258,7 @@ def main() -> None:
     if args.smoke:
         args.simulations, args.repeats, args.moves = 8, 1, 6
         args.reuse_simulations, args.reuse_moves, args.reuse_batches = 16, 3, [2]
-        sizes = (("b1c16", 1, 16, 8),)
+        sizes = (("b1c16", 1, 16, 8, "tromp-taylor"), ("b1c16", 1, 16, 8, "chinese"))
 
     import pgx
 
@@ -240,18 +266,19 @@ def main() -> None:
     print(f"backend: {jax.default_backend()} ({jax.devices()[0].device_kind}), {platform.node()}")
     print(f"Gumbel MuZero search, {args.size}x{args.size}, {args.simulations} simulations")
     header = (
-        f"{'net':6} {'batch':>5} {'ours sims/s':>12} {'pgx sims/s':>11} {'ratio':>6} "
+        f"{'net':6} {'batch':>5} {'rules':>12} {'ours sims/s':>12} {'pgx sims/s':>11} {'ratio':>6} "
         f"{'net alone':>10} {'ours ovh':>9} {'pgx ovh':>8}"
     )
     print(header)
     rows = []
-    for name, blocks, channels, batch in sizes:
-        row = measure_size(name, blocks, channels, batch, args, env)
+    for name, blocks, channels, batch, rules in sizes:
+        row = measure_size(name, blocks, channels, batch, rules, args, env)
         rows.append(row)
         print(
-            f"{name:6} {batch:5d} {row['ours_sims_per_s']:12.0f} {row['pgx_sims_per_s']:11.0f} "
-            f"{row['ratio_ours_over_pgx']:6.2f} {row['net_alone_sims_per_s']:10.0f} "
-            f"{row['ours_overhead']:9.1%} {row['pgx_overhead']:8.1%}"
+            f"{name:6} {batch:5d} {rules:>12} {row['ours_sims_per_s']:12.0f} "
+            f"{row['pgx_sims_per_s']:11.0f} {row['ratio_ours_over_pgx']:6.2f} "
+            f"{row['net_alone_sims_per_s']:10.0f} {row['ours_overhead']:9.1%} "
+            f"{row['pgx_overhead']:8.1%}"
         )
     print("(net alone: positions/s of the forward pass at that batch, num_simulations + 1 passes")
     print(" in one jitted loop; overhead: share of the search's time not spent in those passes)")
