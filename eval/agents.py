@@ -1,0 +1,181 @@
+"""Players for the arena: JAX agents (random, capture, network search, UCT) and GTP programs.
+
+An :class:`Agent` is a JAX player: a static ``policy(params, states [B], keys [B])
+-> (actions [B] int32, values [B] float32)`` and its ``params`` (network
+variables, traced, so that another checkpoint of the same net reuses the
+compiled arena). ``keys`` holds one PRNG key per game: every random number an
+agent draws comes from its own game's key. A :class:`GTPAgent` names a program
+that speaks GTP (GnuGo, KataGo, ...); ``eval.arena.play_games`` plays it move
+by move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import gojax
+from gojax.search import SearchConfig, search
+from gojax.uct import uct_search
+from train.model import ModelSpec, build, evaluator
+
+__all__ = [
+    "Agent",
+    "GTPAgent",
+    "Policy",
+    "capture_agent",
+    "gnugo_agent",
+    "random_agent",
+    "search_agent",
+    "uct_agent",
+]
+
+# policy(params, states [B], keys [B]) -> (actions [B] int32, values [B] float32)
+Policy = Callable[[Any, gojax.GoState, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """A JAX player: a static ``policy`` and its traced ``params``.
+
+    Attributes:
+      name: how records, tables and ratings name it.
+      policy: ``(params, states [B], keys [B]) -> (actions [B] int32, values [B]
+        float32)``, jittable, one key per game. A static argument of the
+        arena's jit: build it once (the constructors here cache it) so that
+        every agent of one kind shares the compiled program.
+      params: pytree passed to ``policy`` (network variables), or None.
+      has_value: whether ``values`` means anything (only then may it resign).
+    """
+
+    name: str
+    policy: Policy
+    params: Any = None
+    has_value: bool = False
+
+    def __call__(self, states: gojax.GoState, keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Moves and values for ``[B]`` states with ``[B]`` keys."""
+        return self.policy(self.params, states, keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class GTPAgent:
+    """A player behind GTP: a program started with ``command`` (GnuGo, KataGo, ...)."""
+
+    command: str | tuple[str, ...]
+    name: str
+
+
+def _no_value(states: gojax.GoState) -> jax.Array:
+    return jnp.zeros(states.to_play.shape, jnp.float32)
+
+
+def _random_policy(params, states, keys):
+    del params
+    legal = jax.vmap(gojax.legal_moves)(states)  # [B, A]
+    logits = jnp.where(legal, 0.0, -jnp.inf)
+    actions = jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32)
+    return actions, _no_value(states)
+
+
+def random_agent() -> Agent:
+    """Uniformly random legal move (pass counts as one move)."""
+    return Agent("random", _random_policy)
+
+
+def _capture_gain(state: gojax.GoState) -> jax.Array:
+    """``[A]`` float32: opponent stones each move captures (anything for illegal moves)."""
+    actions = jnp.arange(state.num_actions, dtype=jnp.int32)
+    opponent = -state.to_play
+    before = jnp.sum(state.board == opponent)
+    after = jax.vmap(lambda a: jnp.sum(gojax.play(state, a).board == opponent))(actions)
+    return (before - after).astype(jnp.float32)
+
+
+def _capture_policy(params, states, keys):
+    del params
+    legal = jax.vmap(gojax.legal_moves)(states)  # [B, A]
+    gain = jax.vmap(_capture_gain)(states)
+    noise = jax.vmap(lambda k: jax.random.uniform(k, gain.shape[1:], maxval=0.5))(keys)
+    value = (gain + noise).at[:, -1].set(-1.0)  # noise breaks ties only; pass last resort
+    actions = jnp.argmax(jnp.where(legal, value, -jnp.inf), axis=-1).astype(jnp.int32)
+    return actions, _no_value(states)
+
+
+def capture_agent() -> Agent:
+    """One-move lookahead: the legal move that captures most stones; ties at random.
+
+    Passes only when nothing else is legal. A weak but clearly better than
+    random baseline (a test of the arena, not a player).
+    """
+    return Agent("capture", _capture_policy)
+
+
+@functools.cache
+def _search_policy(spec: ModelSpec, config: SearchConfig) -> Policy:
+    module = build(spec)
+
+    def policy(params, states, keys):
+        def one(state, key):
+            batch = jax.tree.map(lambda x: x[None], state)
+            out = search(evaluator(spec, module, params), batch, key, config)
+            return out.action[0], out.root_value[0]
+
+        return jax.vmap(one)(states, keys)
+
+    return policy
+
+
+def search_agent(
+    spec: ModelSpec, variables: Any, config: SearchConfig, *, name: str | None = None
+) -> Agent:
+    """A ``train.model`` net (``ModelSpec`` ``spec``) with ``gojax.search`` under ``config``.
+
+    For evaluation use ``temperature_moves=0`` and ``dirichlet_fraction=0``
+    (the most visited move, no root noise). The value is the search's root
+    value. Agents with equal ``spec`` and ``config`` share one compiled arena.
+    """
+    name = name or f"{spec.preset}-{config.kind}{config.num_simulations}"
+    return Agent(name, _search_policy(spec, config), variables, has_value=True)
+
+
+@functools.cache
+def _uct_policy(num_simulations: int, c: float, moves: str) -> Policy:
+    def policy(params, states, keys):
+        del params
+
+        def one(state, key):
+            batch = jax.tree.map(lambda x: x[None], state)
+            out = uct_search(batch, key, num_simulations, c=c, moves=moves)
+            return out.action[0], out.root_value[0]
+
+        return jax.vmap(one)(states, keys)
+
+    return policy
+
+
+def uct_agent(num_simulations: int, *, c: float = 1.0, moves: str = "legal") -> Agent:
+    """Classical UCT with one random rollout per leaf (``gojax.uct.uct_search``).
+
+    ``moves`` is the tree's move set (``SearchConfig.moves``): give it the
+    same set as the net it is compared with, so that both know as much Go.
+    """
+    policy = _uct_policy(int(num_simulations), float(c), moves)
+    return Agent(f"uct{num_simulations}", policy, None, True)
+
+
+def gnugo_agent(level: int = 10, *, command: str | None = None) -> GTPAgent:
+    """GnuGo at ``level`` (0..10) over GTP; ``command`` defaults to ``gnugo`` on the PATH
+    or in /usr/games (where Debian's package puts it)."""
+    if not 0 <= int(level) <= 10:
+        raise ValueError(f"GnuGo levels are 0..10, not {level}")
+    program = command or shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+    if program is None:
+        raise ValueError("gnugo is not installed (Debian/Ubuntu: apt-get install gnugo)")
+    return GTPAgent((program, "--mode", "gtp", "--level", str(int(level))), f"gnugo-{level}")
