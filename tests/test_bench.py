@@ -1,0 +1,40 @@
+"""The benchmark scripts run end to end at smoke sizes and end with their JSON line."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_bench(script: str, *args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "--smoke", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_search_bench_compares_with_pgx_under_both_rule_sets():
+    result = run_bench("search.py")
+    rows = {row["rules"]: row for row in result["search"]}
+    assert set(rows) == {"tromp-taylor", "chinese"}
+    for row in rows.values():
+        assert row["ours_sims_per_s"] > 0 and row["pgx_sims_per_s"] > 0
+        assert row["ratio_ours_over_pgx"] == pytest.approx(
+            row["ours_sims_per_s"] / row["pgx_sims_per_s"]
+        )
+        # Shares of a search's time: the net's passes never take more than all of it.
+        assert row["ours_overhead"] < 1 and row["pgx_overhead"] < 1
+        assert row["ours_rules_share"] > 0 and row["ratio_ceiling"] > 0
+    (reuse,) = result["reuse"]
+    # A reused subtree leaves fewer simulations to run than a fresh search.
+    assert reuse["reuse_mean_simulations_run"] < reuse["simulations"]
