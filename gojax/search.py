@@ -29,7 +29,8 @@ Why our own simulation loop: mctx's ``search`` always builds a fresh tree,
 and tree reuse needs to continue from an existing one; it also expands (and
 evaluates) children below finished games. The loop here is mctx's
 ``search`` -- same key splitting, same node numbering, mctx's own action
-selection, q-transforms and ``backward`` -- with three changes:
+selection and q-transforms, mctx's ``backward`` arithmetic (batched so that
+it does not carry the whole tree through its loop) -- with three changes:
 it starts from any tree, a game's simulations stop once its root has
 ``num_simulations + 1`` visits (so a reused subtree saves evaluations), and a
 simulation that reaches a finished game backs its result up again instead of
@@ -64,7 +65,6 @@ import flax
 import jax
 import jax.numpy as jnp
 import mctx
-from mctx._src.search import backward as _mctx_backward
 from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax._board import GoState, legal_moves, play, winner
@@ -459,6 +459,65 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, allowed) 
     )
 
 
+def _backward(tree: Tree, leaf: jax.Array) -> Tree:
+    """mctx's ``backward`` for ``[B]`` trees from ``leaf [B]``, with the same arithmetic.
+
+    mctx vmaps a ``while_loop`` that carries the whole tree; vmapped, every
+    step then selects between the old and the new copy of every array of the
+    tree, GoState embeddings included, for every game. Here one batched loop
+    walks up the ``[B]`` paths and carries only the four arrays it updates,
+    one scatter of ``B`` values per array and step (games already at their
+    root write out of range, which is dropped). A leaf at the root (a
+    finished search) changes nothing.
+    """
+    batch, nodes = tree.node_visits.shape
+    rows = jnp.arange(batch)
+
+    def cond(carry):
+        return jnp.any(carry[0] != Tree.ROOT_INDEX)
+
+    def body(carry):
+        index, leaf_value, node_values, node_visits, children_values, children_visits = carry
+        going = index != Tree.ROOT_INDEX
+        parent = jnp.where(going, tree.parents[rows, index], Tree.ROOT_INDEX)
+        action = jnp.where(going, tree.action_from_parent[rows, index], 0)
+        count = node_visits[rows, parent]
+        reward = tree.children_rewards[rows, parent, action]
+        leaf_value = reward + tree.children_discounts[rows, parent, action] * leaf_value
+        parent_value = (node_values[rows, parent] * count + leaf_value) / (count + 1.0)
+        child_value = node_values[rows, index]
+        target = jnp.where(going, parent, nodes)  # out of range: dropped
+        return (
+            jnp.where(going, parent, index),
+            leaf_value,
+            node_values.at[rows, target].set(parent_value, mode="drop"),
+            node_visits.at[rows, target].set(count + 1, mode="drop"),
+            children_values.at[rows, target, action].set(child_value, mode="drop"),
+            children_visits.at[rows, target, action].set(
+                children_visits[rows, parent, action] + 1, mode="drop"
+            ),
+        )
+
+    leaf = leaf.astype(jnp.int32)
+    carry = (
+        leaf,
+        tree.node_values[rows, leaf],
+        tree.node_values,
+        tree.node_visits,
+        tree.children_values,
+        tree.children_visits,
+    )
+    _, _, node_values, node_visits, children_values, children_visits = jax.lax.while_loop(
+        cond, body, carry
+    )
+    return tree.replace(
+        node_values=node_values,
+        node_visits=node_visits,
+        children_values=children_values,
+        children_visits=children_visits,
+    )
+
+
 def _run_simulations(
     tree: Tree, key, evaluator, rules: _Rules, target_visits: int, max_depth: int, allowed
 ):
@@ -481,7 +540,7 @@ def _run_simulations(
         child = jnp.where(is_new, num_nodes, existing)
         child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
         tree = _expand(tree, expand_key, evaluator, parent, action, child, active, allowed)
-        tree = _mctx_backward(tree, child)
+        tree = _backward(tree, child)
         num_nodes = num_nodes + (is_new & active)
         return key, tree, num_nodes, count + active
 

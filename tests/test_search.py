@@ -376,6 +376,29 @@ def test_fresh_search_builds_mctx_tree(kind):
     np.testing.assert_array_equal(out.action, ref.action)
 
 
+def test_batched_backward_equals_mctx_backward():
+    """Same values and counts, bit for bit, from any node: the root (nothing changes), inner
+    nodes, leaves; on trees with rewards (finished games) and values of both signs."""
+    from mctx._src.search import backward as mctx_backward
+
+    from gojax.search import _backward
+
+    def noisy(states, key):
+        logits = jax.random.normal(key, (states.to_play.shape[0], states.num_actions))
+        return logits, jax.random.uniform(key, states.to_play.shape, minval=-1, maxval=1)
+
+    states = batch(new_game(5, komi=0.5, max_moves=2), 8)
+    config = SearchConfig(kind="gumbel", num_simulations=24, temperature_moves=99)
+    tree = searcher(noisy, config)(states, jax.random.key(3)).tree
+    assert np.any(np.asarray(tree.children_rewards) != 0)  # premise: finished games inside
+    for seed in range(4):
+        leaf = jax.random.randint(jax.random.key(seed), (8,), 0, 25).at[0].set(0)
+        ours, theirs = fast_jit(_backward)(tree, leaf), fast_jit(mctx_backward)(tree, leaf)
+        for field in ("node_values", "node_visits", "children_values", "children_visits"):
+            np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field))
+        np.testing.assert_array_equal(ours.node_visits[0], tree.node_visits[0])  # root leaf
+
+
 # ----------------------------------------------------------------------------
 # Temperature and noise.
 
