@@ -546,12 +546,19 @@ def _plot_strength(matches, path: Path) -> None:
     plt.close(fig)
 
 
+def _natural(name: str) -> list[tuple[int, int, str]]:
+    """A sort key reading runs of digits as numbers: ``v1 < v64 < v256``."""
+    parts = re.split(r"(\d+)", name)
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts]
+
+
 def _render_strength(entry: ResultEntry) -> Rendered:
     from eval.match import read_match
 
     folders = sorted(p.parent for p in entry.path.glob(f"*/{_MATCH_MANIFEST}"))
     matches = [(folder.name, read_match(folder)) for folder in folders]
-    matches.sort(key=lambda fm: (fm[1].config.size, fm[0]))  # 9x9 before 19x19
+    # 9x9 before 19x19; names in natural order (v1, v64, v256).
+    matches.sort(key=lambda fm: (fm[1].config.size, _natural(fm[0])))
     plots = {}
     if any(m.games for _, m in matches):
         plots[f"{entry.name}.png"] = lambda p: _plot_strength(matches, p)
