@@ -304,22 +304,39 @@ class SearchPlayer:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
 
-        self.model = model
-        # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
-        self.board_sizes = getattr(model, "board_sizes", None)
-        self.symmetry = check_symmetry(symmetry)
-        self.visits = int(visits)
-        self.max_listed = int(max_listed)
-        self.time_factor = float(time_factor)
-        self.name = f"search({model.name}, {visits} visits)"
-        self.config = SearchConfig(
+        symmetry = check_symmetry(symmetry)
+        config = SearchConfig(
             kind="puct",
-            num_simulations=self.visits,
+            num_simulations=int(visits),
             pb_c_init=c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
         )
-        self._search, self._evaluate, self._reuse = _search_functions(model, self.symmetry)
+        self._setup(
+            model,
+            name=f"search({model.name}, {visits} visits)",
+            # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
+            board_sizes=getattr(model, "board_sizes", None),
+            symmetry=symmetry,
+            config=config,
+            functions=_search_functions(model, symmetry),
+            max_listed=max_listed,
+            time_factor=time_factor,
+        )
+
+    def _setup(
+        self, model, *, name, board_sizes, symmetry, config, functions, max_listed, time_factor
+    ) -> None:
+        """State shared by every search player; ``functions`` as ``_search_functions`` gives."""
+        self.model = model
+        self.name = name
+        self.board_sizes = board_sizes
+        self.symmetry = symmetry
+        self.config = config
+        self.visits = config.num_simulations
+        self.max_listed = int(max_listed)
+        self.time_factor = float(time_factor)
+        self._search, self._evaluate, self._reuse = functions
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
         self.new_game()
@@ -452,25 +469,24 @@ class UCTPlayer(SearchPlayer):
     ) -> None:
         from gojax.search import SearchConfig
 
-        self.model = _NoNetwork(name=f"uct{visits}")
-        self.board_sizes = None
-        self.symmetry = 0
-        self.visits = int(visits)
-        self.max_listed = int(max_listed)
-        self.time_factor = float(time_factor)
-        self.name = f"uct({visits} playouts)"
-        self.config = SearchConfig(
+        config = SearchConfig(
             kind="uct",
-            num_simulations=self.visits,
+            num_simulations=int(visits),
             uct_c=c,
             dirichlet_fraction=0.0,
             temperature_moves=0,
             moves=moves,
         )
-        self._search, self._evaluate, self._reuse = _uct_functions()
-        self._empty: dict[tuple, Any] = {}
-        self._seconds: dict[tuple, float] = {}
-        self.new_game()
+        self._setup(
+            _NoNetwork(name=f"uct{visits}"),
+            name=f"uct({visits} playouts)",
+            board_sizes=None,
+            symmetry=0,
+            config=config,
+            functions=_uct_functions(),
+            max_listed=max_listed,
+            time_factor=time_factor,
+        )
 
     def _policy(self, state: GoState, key: jax.Array) -> Analysis:
         from gojax.uct import rollout_moves
