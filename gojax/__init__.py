@@ -9,6 +9,10 @@ The board functions are written for one board; batch them with ``jax.vmap``:
 False
 """
 
+from gojax._xla_flags import prefer_eigen_convolutions
+
+prefer_eigen_convolutions()  # before JAX starts its CPU backend; see gojax/_xla_flags.py
+
 from gojax._board import (
     BLACK,
     EMPTY,

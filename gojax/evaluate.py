@@ -90,7 +90,8 @@ def _apply_net(
 ) -> dict[str, jax.Array]:
     """Run ``net`` on inputs turned by per-position ``symmetries [B]``; outputs turned back."""
     turned = jax.vmap(transform_planes)(spatial, symmetries)
-    raw = apply_in_chunks(net, variables, turned, global_features, chunk=default_chunk())
+    chunk = default_chunk(spatial.shape[1])  # spatial: [B, size, size, planes]
+    raw = apply_in_chunks(net, variables, turned, global_features, chunk=chunk)
     back = inverse_symmetry(symmetries)
     out = dict(raw)
     out["ownership"] = jax.vmap(transform_board)(raw["ownership"], back)

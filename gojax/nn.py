@@ -479,31 +479,43 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def default_chunk() -> int | None:
-    """Batch chunk for inference on this backend: 16 on a CPU, none elsewhere.
+# Board points per inference chunk on a CPU: 16 positions of 19x19, 64 of 9x9.
+CPU_CHUNK_POINTS = 6144
+
+
+def default_chunk(size: int = 19) -> int | None:
+    """Batch chunk for inference on ``size x size`` boards: about 6,000 points on a CPU,
+    none elsewhere.
 
     On a CPU a b6c96 forward pass at batch 256 runs its activations (35 MB a
-    layer on 19x19) out of cache and is about 2x slower per position than at
-    batch 16; running the batch as a loop over chunks of 16 keeps the speed
-    of the small batch. Accelerators want the whole batch at once.
+    layer on 19x19) out of cache and is slower per position than at a small
+    batch; running the batch as a loop over chunks keeps the speed of the
+    small batch. Measured at batch 256 (``bench/net.py``, 2 cores): 19x19 is
+    fastest with chunks of 16-32 positions, 9x9 with 64-128. Accelerators
+    want the whole batch at once.
     """
-    return 16 if jax.default_backend() == "cpu" else None
+    if jax.default_backend() != "cpu":
+        return None
+    return max(1, CPU_CHUNK_POINTS // (size * size))
 
 
 def apply_in_chunks(
     module: nn.Module, variables: Any, *inputs: jax.Array, chunk: int | None
 ) -> dict[str, jax.Array]:
-    """``module.apply(variables, *inputs, train=False)`` over the batch in chunks of ``chunk``.
+    """``module.apply(variables, *inputs, train=False)`` over the batch in chunks of at most
+    ``chunk``.
 
-    Inputs are ``[B, ...]``; the batch is padded to a multiple of ``chunk``
-    and run as a ``lax.map`` over chunks. ``chunk=None`` (or a batch no larger
-    than one chunk) applies the module once. Same outputs as one call (BN uses
-    running statistics in inference).
+    Inputs are ``[B, ...]``; the batch is cut into the fewest chunks of at
+    most ``chunk`` positions, of equal size (B=256 with ``chunk=17``: 16 of
+    16), padded to whole chunks and run as a ``lax.map`` over them.
+    ``chunk=None`` (or a batch no larger than one chunk) applies the module
+    once. Same outputs as one call (BN uses running statistics in inference).
     """
     batch = inputs[0].shape[0]
     if chunk is None or batch <= chunk:
         return module.apply(variables, *inputs, train=False)
     chunks = -(-batch // chunk)
+    chunk = -(-batch // chunks)
     pad = chunks * chunk - batch
 
     def split(x):

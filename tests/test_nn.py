@@ -551,4 +551,30 @@ def test_apply_in_chunks_equals_one_call():
         parts = gnn.apply_in_chunks(net, variables, spatial, global_, chunk=chunk)
         for key, value in whole.items():
             np.testing.assert_allclose(parts[key], value, rtol=1e-5, atol=1e-5, err_msg=key)
-    assert gnn.default_chunk() in (16, None)
+    if jax.default_backend() == "cpu":
+        assert (gnn.default_chunk(19), gnn.default_chunk(9), gnn.default_chunk(200)) == (17, 75, 1)
+    else:
+        assert gnn.default_chunk(19) is None
+
+
+def test_xla_flags_prefer_eigen_convolutions_unless_the_user_chose():
+    from gojax._xla_flags import EIGEN_CONVOLUTIONS, prefer_eigen_convolutions
+
+    env = {}
+    assert prefer_eigen_convolutions(env) and env["XLA_FLAGS"] == EIGEN_CONVOLUTIONS
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    assert prefer_eigen_convolutions(env)
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {EIGEN_CONVOLUTIONS}"
+    assert not prefer_eigen_convolutions(env)  # already there: not added twice
+    assert env["XLA_FLAGS"].count("ynn_fusion_type") == 1
+    own = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot"}
+    assert not prefer_eigen_convolutions(own)
+    assert own["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=dot"
+    keep = {"GOJAX_KEEP_XLA_FLAGS": "1"}
+    assert not prefer_eigen_convolutions(keep) and "XLA_FLAGS" not in keep
+    # Importing gojax set it for this process (the tests import gojax first).
+    import os
+
+    assert EIGEN_CONVOLUTIONS in os.environ.get("XLA_FLAGS", "") or os.environ.get(
+        "GOJAX_KEEP_XLA_FLAGS"
+    )
