@@ -479,7 +479,8 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-# Board points per inference chunk on a CPU: 16 positions of 19x19, 64 of 9x9.
+# Board points per inference chunk on a CPU: up to 17 positions of 19x19, 75 of 9x9
+# (apply_in_chunks balances them: at batch 256, chunks of 16 and 64).
 CPU_CHUNK_POINTS = 6144
 
 
