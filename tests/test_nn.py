@@ -557,24 +557,19 @@ def test_apply_in_chunks_equals_one_call():
         assert gnn.default_chunk(19) is None
 
 
-def test_xla_flags_prefer_eigen_convolutions_unless_the_user_chose():
+def test_xla_flags_eigen_convolutions_only_when_asked():
     from gojax._xla_flags import EIGEN_CONVOLUTIONS, prefer_eigen_convolutions
 
     env = {}
+    assert not prefer_eigen_convolutions(env) and "XLA_FLAGS" not in env  # opt-in
+    env = {"GOJAX_EIGEN_CONVOLUTIONS": "1"}
     assert prefer_eigen_convolutions(env) and env["XLA_FLAGS"] == EIGEN_CONVOLUTIONS
-    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    env = {"GOJAX_EIGEN_CONVOLUTIONS": "1", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
     assert prefer_eigen_convolutions(env)
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {EIGEN_CONVOLUTIONS}"
     assert not prefer_eigen_convolutions(env)  # already there: not added twice
     assert env["XLA_FLAGS"].count("ynn_fusion_type") == 1
-    own = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot"}
+    mine = "--xla_cpu_experimental_ynn_fusion_type=dot"
+    own = {"GOJAX_EIGEN_CONVOLUTIONS": "1", "XLA_FLAGS": mine}
     assert not prefer_eigen_convolutions(own)
-    assert own["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=dot"
-    keep = {"GOJAX_KEEP_XLA_FLAGS": "1"}
-    assert not prefer_eigen_convolutions(keep) and "XLA_FLAGS" not in keep
-    # Importing gojax set it for this process (the tests import gojax first).
-    import os
-
-    assert EIGEN_CONVOLUTIONS in os.environ.get("XLA_FLAGS", "") or os.environ.get(
-        "GOJAX_KEEP_XLA_FLAGS"
-    )
+    assert own["XLA_FLAGS"] == mine
