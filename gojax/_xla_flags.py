@@ -34,9 +34,8 @@ def prefer_eigen_convolutions(environ: dict[str, str] | None = None) -> bool:
     """
     environ = os.environ if environ is None else environ
     flags = environ.get("XLA_FLAGS", "")
-    if environ.get("GOJAX_EIGEN_CONVOLUTIONS") != "1":
-        return False
-    if "xla_cpu_experimental_ynn_fusion_type" in flags:
+    asked = environ.get("GOJAX_EIGEN_CONVOLUTIONS") == "1"
+    if not asked or "xla_cpu_experimental_ynn_fusion_type" in flags:
         return False
     environ["XLA_FLAGS"] = f"{flags} {EIGEN_CONVOLUTIONS}".strip()
     return True
