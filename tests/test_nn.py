@@ -557,7 +557,7 @@ def test_apply_in_chunks_equals_one_call():
         assert gnn.default_chunk(19) is None
 
 
-def test_xla_flags_eigen_convolutions_only_when_asked():
+def test_xla_flags_eigen_convolutions_when_asked_or_by_default():
     from gojax._xla_flags import EIGEN_CONVOLUTIONS, prefer_eigen_convolutions
 
     env = {}
@@ -573,3 +573,46 @@ def test_xla_flags_eigen_convolutions_only_when_asked():
     own = {"GOJAX_EIGEN_CONVOLUTIONS": "1", "XLA_FLAGS": mine}
     assert not prefer_eigen_convolutions(own)
     assert own["XLA_FLAGS"] == mine
+    # The CLI's default: on unless refused.
+    env = {}
+    assert prefer_eigen_convolutions(env, default=True) and env["XLA_FLAGS"] == EIGEN_CONVOLUTIONS
+    env = {"GOJAX_EIGEN_CONVOLUTIONS": "0"}
+    assert not prefer_eigen_convolutions(env, default=True) and "XLA_FLAGS" not in env
+
+
+_CONV_PROGRAM = """
+import sys
+import jax, jax.numpy as jnp
+from gojax import cli
+assert cli.main(["show", sys.argv[1]]) == 0  # computes: the backend starts inside main
+conv = jax.jit(lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME"))
+text = conv.lower(jnp.ones((16, 64, 19, 19)), jnp.ones((64, 64, 3, 3))).compile().as_text()
+print("YNN" if "__ynn_fusion" in text else "EIGEN")
+"""
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "EIGEN"), ("0", "YNN")])
+def test_cli_commands_use_eigen_convolutions_unless_refused(tmp_path, setting, expected):
+    """``gojax`` commands compile convolutions for Eigen (gojax/_xla_flags.py) unless
+    ``GOJAX_EIGEN_CONVOLUTIONS=0``; checked in the compiled program of a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    game = tmp_path / "game.sgf"
+    game.write_text("(;GM[1]FF[4]SZ[9];B[ee];W[cc])")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("GOJAX_EIGEN_CONVOLUTIONS", "XLA_FLAGS")
+    }
+    env["JAX_PLATFORMS"] = "cpu"
+    if setting is not None:
+        env["GOJAX_EIGEN_CONVOLUTIONS"] = setting
+    run = subprocess.run(
+        [sys.executable, "-c", _CONV_PROGRAM, str(game)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == expected
