@@ -26,3 +26,25 @@ def best_time(fn, *args, repeats: int, warmup_s: float = 0.3) -> float:
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def best_times(calls: dict, *, repeats: int, warmup_s: float = 0.3) -> dict:
+    """:func:`best_time` of several calls, timed in turn within each repeat.
+
+    ``calls`` maps a name to ``(fn, args)``. Interleaving puts every call under
+    the same machine conditions (a shared host's load drifts over seconds), so
+    ratios between them are steadier than those of back-to-back best times.
+    """
+    for fn, args in calls.values():
+        jax.block_until_ready(fn(*args))
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        for fn, args in calls.values():
+            jax.block_until_ready(fn(*args))
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeats):
+        for name, (fn, args) in calls.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
-from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import best_times  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
@@ -210,13 +210,9 @@ def measure_size(name, blocks, channels, batch, rules, args, env) -> dict:
 
     planes = jax.jit(jax.vmap(gojax.agz_planes))(states)
     net_fn = net_alone_fn(net, sims + 1)
-    t_net = best_time(net_fn, variables, planes, repeats=args.repeats) / (sims + 1)
-
     ours = ours_search_fn(net, SearchConfig(kind="gumbel", num_simulations=sims))
     theirs = pgx_search_fn(env, net, sims)
     key = jax.random.key(2)
-    t_ours = best_time(ours, variables, states, key, repeats=args.repeats)
-    t_pgx = best_time(theirs, variables, peers, key, repeats=args.repeats)
 
     # Random legal board moves for the rules-alone timing (legal in both engines).
     legal = jax.vmap(gojax.legal_moves)(states).at[:, -1].set(False)
@@ -224,8 +220,19 @@ def measure_size(name, blocks, channels, batch, rules, args, env) -> dict:
         jax.random.key(3), jnp.where(legal, 0.0, -jnp.inf), shape=(sims + 1, batch)
     )
     rules_ours, rules_pgx = rules_alone_fns(env, sims + 1)
-    t_rules = best_time(rules_ours, states, draws, repeats=args.repeats)
-    t_rules_pgx = best_time(rules_pgx, peers, draws, repeats=args.repeats)
+    # Timed in turn, so that ours and pgx's see the same machine conditions.
+    t = best_times(
+        {
+            "net": (net_fn, (variables, planes)),
+            "ours": (ours, (variables, states, key)),
+            "pgx": (theirs, (variables, peers, key)),
+            "rules": (rules_ours, (states, draws)),
+            "rules_pgx": (rules_pgx, (peers, draws)),
+        },
+        repeats=args.repeats,
+    )
+    t_net = t["net"] / (sims + 1)
+    t_ours, t_pgx, t_rules, t_rules_pgx = t["ours"], t["pgx"], t["rules"], t["rules_pgx"]
 
     net_share = (sims + 1) * t_net  # forward passes one search makes
     row = {
@@ -293,7 +300,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=9)
     parser.add_argument("--simulations", type=int, default=32)
     parser.add_argument("--moves", type=int, default=20, help="random moves before the search")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--reuse-simulations", type=int, default=64)
     parser.add_argument("--reuse-moves", type=int, default=6)
     parser.add_argument("--reuse-batches", type=int, nargs="+", default=[1, 64])

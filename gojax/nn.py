@@ -198,6 +198,51 @@ def _conv(features: int, kernel: int, name: str, dtype: Any) -> nn.Conv:
     )
 
 
+class _InputConv(nn.Module):
+    """:func:`_conv` for input planes whose count is a multiple of 16 plus a few.
+
+    The same parameter (``kernel [k, k, C_in, C_out]``, ``nn.Conv``'s initialiser)
+    and the same result, computed as a convolution over the first ``16 * (C_in //
+    16)`` planes plus, for each of the ``C_in % 16 <= 4`` others, ``k * k`` shifted
+    multiply-adds that XLA fuses into one elementwise pass. XLA's CPU convolutions
+    pack input channels in blocks: AlphaGo Zero's 17 planes into 16 channels on
+    9x9 at batch 256 took 577 us as one convolution and 471 us split (Eigen), 1,571
+    and 485 us (YNNPACK); the b1c16 net alone ran about 10% faster for it.
+    """
+
+    features: int
+    kernel_size: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        k, c_in = self.kernel_size, x.shape[-1]
+        kernel = self.param(
+            "kernel", nn.linear.default_kernel_init, (k, k, c_in, self.features), jnp.float32
+        )
+        x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
+        aligned = 16 * (c_in // 16)
+        if aligned == 0 or c_in - aligned > 4:
+            return _convolve(x, kernel)
+        out = _convolve(x[..., :aligned], kernel[:, :, :aligned])
+        if aligned == c_in:
+            return out
+        h, w = x.shape[1:3]
+        pad = k // 2
+        rest = jnp.pad(x[..., aligned:], ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        for i in range(k):
+            for j in range(k):
+                out = out + rest[:, i : i + h, j : j + w, :] @ kernel[i, j, aligned:]
+        return out
+
+
+def _convolve(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """'same' cross-correlation, NHWC input and HWIO kernel (``nn.Conv``'s arithmetic)."""
+    return jax.lax.conv_general_dilated(
+        x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
 class _OrdinaryBlock(nn.Module):
     """Pre-activation residual block: ``x + w2(bnrelu(w1(bnrelu(x))))``. ``[B,H,W,C]``."""
 
@@ -380,7 +425,7 @@ class AlphaGoZeroNet(nn.Module):
             dtype=self.dtype,
         )
         b, n, m, _ = planes.shape
-        x = nn.relu(bn(name="bn")(_conv(self.channels, 3, "conv", self.dtype)(planes)))
+        x = nn.relu(bn(name="bn")(_InputConv(self.channels, 3, self.dtype, name="conv")(planes)))
         for i in range(self.num_blocks):
             x = _AGZResBlock(
                 self.channels, self.dtype, self.bn_momentum, self.bn_epsilon, name=f"block{i + 1}"

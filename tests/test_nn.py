@@ -452,6 +452,31 @@ def test_alphago_zero_net_shapes():
     assert out["policy_logits"].shape == (3, 82)
 
 
+@pytest.mark.parametrize(
+    "planes, kernel, features", [(17, 3, 16), (18, 3, 8), (16, 3, 8), (22, 5, 8), (5, 3, 4)]
+)
+def test_input_conv_is_flax_conv_with_the_same_parameters(planes, kernel, features):
+    """The split input convolution (16-aligned planes + shifted multiply-adds) keeps nn.Conv's
+    parameter, initial values and result, with or without planes left over."""
+    import flax.linen as nn
+
+    x = jax.random.normal(jax.random.key(0), (3, 9, 9, planes))
+    reference = nn.Conv(features, (kernel, kernel), padding="SAME", use_bias=False)
+    split = gnn._InputConv(features, kernel)
+    ref_vars = reference.init(jax.random.key(1), x)
+    new_vars = split.init(jax.random.key(1), x)
+    np.testing.assert_array_equal(ref_vars["params"]["kernel"], new_vars["params"]["kernel"])
+    np.testing.assert_allclose(
+        split.apply(new_vars, x), reference.apply(ref_vars, x), atol=1e-5, rtol=1e-5
+    )
+    # Gradients (the learner trains through it) agree too.
+    grads = [
+        jax.grad(lambda v, m=m: jnp.sum(jnp.sin(m.apply(v, x))))(v)["params"]["kernel"]
+        for m, v in ((reference, ref_vars), (split, new_vars))
+    ]
+    np.testing.assert_allclose(grads[0], grads[1], atol=1e-4, rtol=1e-4)
+
+
 # --- Post-processing ----------------------------------------------------------------------------
 
 

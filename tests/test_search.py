@@ -700,3 +700,16 @@ def test_katago_net_search_on_9x9():
     # The net prefers the centre area of an empty 9x9 board to its edge.
     prior = np.asarray(root_stats(out.tree).prior[0, :81]).reshape(9, 9)
     assert prior[2:7, 2:7].sum() > prior.sum() - prior[2:7, 2:7].sum()
+
+
+def test_first_argmax_matches_argmax_ties_masks_and_nan():
+    from gojax._selection import first_argmax
+
+    scores = jax.random.normal(jax.random.key(0), (64, 82))
+    np.testing.assert_array_equal(first_argmax(scores), jnp.argmax(scores, -1))
+    tie = jnp.array([0.5, 2.0, 2.0, -1.0])
+    assert int(first_argmax(tie)) == 1  # lowest index on a tie, as jnp.argmax
+    assert int(first_argmax(tie, jnp.array([0.0, 1.0, 0.0, 0.0]))) == 2  # mctx-style float mask
+    assert int(first_argmax(tie, jnp.ones(4, bool))) == 0  # all invalid: 0, as masked_argmax
+    assert int(first_argmax(jnp.array([jnp.nan, 1.0, 3.0]))) == 2
+    assert first_argmax(tie).dtype == jnp.int32
