@@ -21,11 +21,6 @@ The last line printed is one JSON object with every figure.
 
 from __future__ import annotations
 
-import os
-
-# Eigen's multi-threaded convolutions (gojax/_xla_flags.py); set before gojax is imported.
-os.environ.setdefault("GOJAX_EIGEN_CONVOLUTIONS", "1")
-
 import argparse
 import functools
 import json

@@ -29,11 +29,6 @@ last line is JSON.
 
 from __future__ import annotations
 
-import os
-
-# Eigen's multi-threaded convolutions (gojax/_xla_flags.py); set before gojax is imported.
-os.environ.setdefault("GOJAX_EIGEN_CONVOLUTIONS", "1")
-
 import argparse
 import json
 import platform

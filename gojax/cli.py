@@ -26,14 +26,6 @@ def _enable_compilation_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
-def _prefer_eigen_convolutions() -> None:
-    """Eigen's multi-threaded CPU convolutions for this command (gojax/_xla_flags.py), unless
-    ``GOJAX_EIGEN_CONVOLUTIONS=0``; in effect only if nothing has been computed yet."""
-    from gojax._xla_flags import prefer_eigen_convolutions
-
-    prefer_eigen_convolutions(default=True)
-
-
 # ----------------------------------------------------------------------------
 # gojax show
 
@@ -417,7 +409,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from gojax.sgf import SGFError
 
-    _prefer_eigen_convolutions()
     _enable_compilation_cache()
     try:
         return args.run(args)

@@ -17,9 +17,30 @@ def _no_persistent_cache_in_process(monkeypatch):
     monkeypatch.setattr(cli, "_enable_compilation_cache", lambda: None)
 
 
-@pytest.fixture(autouse=True)
-def _xla_flags_untouched_in_process(monkeypatch):
-    """An in-process ``cli.main`` would add the Eigen convolution flag to ``XLA_FLAGS`` for the
-    rest of the worker (too late for this process's XLA, but every later subprocess would
-    inherit it). Subprocess commands decide for themselves, as users' do."""
-    monkeypatch.setattr(cli, "_prefer_eigen_convolutions", lambda: None)
+def _memory_maps() -> int:
+    """How many memory mappings this process holds (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after a test module once the worker holds many mappings.
+
+    Every compiled XLA CPU program keeps ~20 memory mappings while a cache holds it, and
+    a pytest worker that runs half the suite compiles thousands: one reached 52,000 of
+    Linux's default limit of 65,530 (``vm.max_map_count``), past which XLA's compiler
+    aborts the process ("Fatal Python error: Aborted" in a late test's compile). A user's
+    process compiles a handful of programs per board size and setting.
+    """
+    yield
+    if _memory_maps() > 20_000:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()

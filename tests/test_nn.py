@@ -582,27 +582,22 @@ def test_apply_in_chunks_equals_one_call():
         assert gnn.default_chunk(19) is None
 
 
-def test_xla_flags_eigen_convolutions_when_asked_or_by_default():
+def test_xla_flags_eigen_convolutions_unless_refused():
     from gojax._xla_flags import EIGEN_CONVOLUTIONS, prefer_eigen_convolutions
 
     env = {}
-    assert not prefer_eigen_convolutions(env) and "XLA_FLAGS" not in env  # opt-in
-    env = {"GOJAX_EIGEN_CONVOLUTIONS": "1"}
     assert prefer_eigen_convolutions(env) and env["XLA_FLAGS"] == EIGEN_CONVOLUTIONS
+    env = {"GOJAX_EIGEN_CONVOLUTIONS": "0"}
+    assert not prefer_eigen_convolutions(env) and "XLA_FLAGS" not in env
     env = {"GOJAX_EIGEN_CONVOLUTIONS": "1", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}
     assert prefer_eigen_convolutions(env)
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {EIGEN_CONVOLUTIONS}"
     assert not prefer_eigen_convolutions(env)  # already there: not added twice
     assert env["XLA_FLAGS"].count("ynn_fusion_type") == 1
     mine = "--xla_cpu_experimental_ynn_fusion_type=dot"
-    own = {"GOJAX_EIGEN_CONVOLUTIONS": "1", "XLA_FLAGS": mine}
-    assert not prefer_eigen_convolutions(own)
+    own = {"XLA_FLAGS": mine}
+    assert not prefer_eigen_convolutions(own)  # the user's own choice wins
     assert own["XLA_FLAGS"] == mine
-    # The CLI's default: on unless refused.
-    env = {}
-    assert prefer_eigen_convolutions(env, default=True) and env["XLA_FLAGS"] == EIGEN_CONVOLUTIONS
-    env = {"GOJAX_EIGEN_CONVOLUTIONS": "0"}
-    assert not prefer_eigen_convolutions(env, default=True) and "XLA_FLAGS" not in env
 
 
 _CONV_PROGRAM = """
@@ -618,8 +613,9 @@ print("YNN" if "__ynn_fusion" in text else "EIGEN")
 
 @pytest.mark.parametrize("setting, expected", [(None, "EIGEN"), ("0", "YNN")])
 def test_cli_commands_use_eigen_convolutions_unless_refused(tmp_path, setting, expected):
-    """``gojax`` commands compile convolutions for Eigen (gojax/_xla_flags.py) unless
-    ``GOJAX_EIGEN_CONVOLUTIONS=0``; checked in the compiled program of a fresh process."""
+    """gojax (here a ``gojax show`` command, then a convolution) compiles convolutions for
+    Eigen (gojax/_xla_flags.py) unless ``GOJAX_EIGEN_CONVOLUTIONS=0``; checked in the
+    compiled program of a fresh process."""
     import os
     import subprocess
     import sys
