@@ -31,10 +31,11 @@ def _release_compiled_programs():
     """Drop JAX's compiled programs after a test module once the worker holds many mappings.
 
     Every compiled XLA CPU program keeps ~20 memory mappings while a cache holds it, and
-    a pytest worker that runs half the suite compiles thousands: one reached 52,000 of
-    Linux's default limit of 65,530 (``vm.max_map_count``), past which XLA's compiler
-    aborts the process ("Fatal Python error: Aborted" in a late test's compile). A user's
-    process compiles a handful of programs per board size and setting.
+    a pytest worker that runs half the suite compiles thousands: one reached 65,064 of
+    Linux's default limit of 65,530 (``vm.max_map_count``) and then aborted inside XLA's
+    compiler ("Fatal Python error: Aborted" in a late test's compile). With this the
+    most seen is ~30,000. A user's process compiles a handful of programs per board size
+    and setting.
     """
     yield
     if _memory_maps() > 20_000:
