@@ -4,8 +4,8 @@ For a KataGo-family net (b6c96 by default) on positions from random play, per
 board size and batch:
   net       evaluations/s of the forward pass alone, the FLOPs per evaluation
             (XLA's own count) and the achieved fraction of the float32 matmul
-            rate measured in the same run (a square matmul: the machine's
-            practical peak for dense work on this backend);
+            rate (a square matmul: the machine's practical peak for dense work
+            on this backend), the matmul timed in turn with each row's net;
   features  KataGo's 22 + 19 inputs (ladders, pass-alive area, ...);
   evaluate  features + net + post-processing, as search calls it.
 KataGo's own CPU backend runs this network at about 208 evaluations/s with 2
@@ -41,12 +41,11 @@ from gojax.evaluate import batch_inputs, evaluate
 KATAGO_CPU_B1_19X19 = 208
 
 
-def matmul_peak(n: int, repeats: int) -> float:
-    """FLOP/s of an ``n x n`` float32 matmul on the default device."""
+def matmul_call(n: int):
+    """``(fn, args, flops)``: an ``n x n`` float32 matmul on the default device."""
     a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
     b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
-    seconds = best_time(jax.jit(jnp.matmul), a, b, repeats=repeats)
-    return 2.0 * n**3 / seconds
+    return jax.jit(jnp.matmul), (a, b), 2.0 * n**3
 
 
 def random_positions(size: int, batch: int, moves: int, seed: int = 0) -> gojax.GoState:
@@ -111,7 +110,8 @@ def main() -> None:
         version, name = 8, args.preset
     params = sum(x.size for x in jax.tree.leaves(variables["params"]))
 
-    peak = matmul_peak(256 if args.smoke else 2048, args.repeats)
+    matmul, matmul_args, matmul_flops = matmul_call(256 if args.smoke else 2048)
+    peak = matmul_flops / best_time(matmul, *matmul_args, repeats=args.repeats)
     device = jax.devices()[0]
     print(f"{name}: {params:,} parameters; {jax.device_count()} device(s), {device.device_kind}")
     print(f"float32 matmul rate measured here: {peak / 1e9:,.1f} GFLOP/s")
@@ -141,6 +141,11 @@ def main() -> None:
             spatial = jnp.tile(spatial, (reps, 1, 1, 1))[:batch]
             global_features = jnp.tile(global_features, (reps, 1))[:batch]
             t_net = best_time(apply, variables, spatial, global_features, repeats=args.repeats)
+            # The matmul rate again, right after the net, so that the fraction compares the
+            # two under the same load (a shared host's speed drifts over minutes). Not
+            # interleaved call by call: a 2048^2 matmul between batch-1 passes evicts the
+            # net's weights from the caches (batch 1 on 19x19 ran at 229/s so, 413-422/s alone).
+            row_peak = matmul_flops / best_time(matmul, *matmul_args, repeats=args.repeats)
             timed = batch <= args.features_max_batch
             if timed:
                 t_features = best_time(features, states, repeats=args.repeats)
@@ -154,7 +159,8 @@ def main() -> None:
                 "net_evals_per_s": batch / t_net,
                 "mflops_per_eval": flops / batch / 1e6,
                 "net_gflops": achieved / 1e9,
-                "fraction_of_matmul": achieved / peak,
+                "matmul_gflops": row_peak / 1e9,
+                "fraction_of_matmul": achieved / row_peak,
                 "features_per_s": batch / t_features if timed else None,
                 "evaluate_per_s": batch / t_eval if timed else None,
             }

@@ -38,3 +38,13 @@ def test_search_bench_compares_with_pgx_under_both_rule_sets():
     (reuse,) = result["reuse"]
     # A reused subtree leaves fewer simulations to run than a fresh search.
     assert reuse["reuse_mean_simulations_run"] < reuse["simulations"]
+
+
+def test_net_bench_rows_compare_with_their_own_matmul():
+    result = run_bench("net.py")
+    (row,) = result["rows"]
+    assert row["size"] == 9 and row["batch"] == 4 and row["net_evals_per_s"] > 0
+    assert row["mflops_per_eval"] > 0 and row["matmul_gflops"] > 0
+    # The fraction is the row's own achieved rate over the matmul timed right after it.
+    assert row["fraction_of_matmul"] == pytest.approx(row["net_gflops"] / row["matmul_gflops"])
+    assert row["features_per_s"] > 0 and row["evaluate_per_s"] > 0
