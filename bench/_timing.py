@@ -16,16 +16,7 @@ def best_time(fn, *args, repeats: int, warmup_s: float = 0.3) -> float:
     back to speed, and a b6c96 batch-1 pass timed straight away ran at 60% of its
     steady rate.
     """
-    jax.block_until_ready(fn(*args))
-    start = time.perf_counter()
-    while time.perf_counter() - start < warmup_s:
-        jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_times({"call": (fn, args)}, repeats=repeats, warmup_s=warmup_s)["call"]
 
 
 def best_times(calls: dict, *, repeats: int, warmup_s: float = 0.3) -> dict:

@@ -649,7 +649,7 @@ def _dirichlet_logits(key, logits, legal, alpha: float, fraction: float):
 def _greedy(visits, q, invalid):
     """``[B]`` most visited legal action, ties to the higher Q (visits are integers)."""
     score = visits.astype(jnp.float32) + 0.25 * (jnp.clip(q, -1.0, 1.0) + 1.0)
-    return jnp.argmax(jnp.where(invalid, -jnp.inf, score), axis=-1).astype(jnp.int32)
+    return _selection.first_argmax(score, invalid)
 
 
 def search(
@@ -758,7 +758,7 @@ def search(
 
         def pick(noise):
             score = _score_considered(considered, noise, root_logits, completed_q, visits)
-            return jnp.argmax(jnp.where(invalid, -jnp.inf, score), axis=-1).astype(jnp.int32)
+            return _selection.first_argmax(score, invalid)
 
         sampled, greedy = pick(gumbel), pick(jnp.zeros_like(gumbel))
         weights = jax.nn.softmax(
