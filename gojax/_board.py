@@ -163,13 +163,44 @@ def _count_liberties(board: jax.Array, chain: jax.Array, size: int) -> jax.Array
         jnp.where(empty & (label != p) & first, label, p).reshape(-1)
         for label, first in zip(nb_chain, _distinct(*nb_chain), strict=True)
     ]
-    # int16 accumulation: XLA's CPU scatter runs about twice as fast as with int32.
-    libs = (
-        jnp.zeros(p + 1, jnp.int16)
-        .at[jnp.concatenate(targets)]
-        .add(jnp.int16(1), mode="promise_in_bounds")
-    )
-    return libs[:p]
+    return _histogram(jnp.concatenate(targets))[:p]
+
+
+@jax.custom_batching.custom_vmap
+def _histogram(labels: jax.Array) -> jax.Array:
+    """``[4 P]`` chain labels (``P`` = none) → ``[P + 1]`` int16: how often each occurs.
+
+    One scatter-add; int16 accumulation because XLA's CPU scatter runs about
+    twice as fast as with int32. Batched by :func:`_histogram_batched`.
+    """
+    bins = labels.shape[0] // 4 + 1
+    return jnp.zeros(bins, jnp.int16).at[labels].add(jnp.int16(1), mode="promise_in_bounds")
+
+
+@_histogram.def_vmap
+def _histogram_batched(axis_size: int, in_batched, labels: jax.Array):
+    """``[B, 4 P]`` → ``[B, P + 1]``: all boards' counts as one scatter into a flat array.
+
+    ``vmap`` of the scatter above indexes a ``[B, P + 1]`` array by (board,
+    label) pairs, which XLA builds as a ``[B * 4 P, 2]`` index array every move;
+    offsetting each board's labels by ``board * (P + 1)`` makes one 1-D index
+    instead (a b1c16 Gumbel search at batch 256 on a CPU: 1.8% faster). Only on
+    a CPU: when a program splits the batch over devices (``gojax arena`` on a
+    mesh), XLA cannot tell that flat indices stay on their own device's part
+    and adds an all-reduce of the counts to every move, a poor trade on GPUs
+    and TPUs, where the vmapped scatter is kept.
+    """
+    (batched,) = in_batched
+    if not batched:
+        labels = jnp.broadcast_to(labels, (axis_size, *labels.shape))
+    if jax.default_backend() != "cpu":
+        return jax.vmap(_histogram.fun)(labels), True
+    bins = labels.shape[-1] // 4 + 1
+    offsets = jnp.arange(axis_size, dtype=jnp.int32)[:, None] * bins
+    flat = (labels.astype(jnp.int32) + offsets).reshape(-1)
+    counts = jnp.zeros(axis_size * bins, jnp.int16)
+    counts = counts.at[flat].add(jnp.int16(1), mode="promise_in_bounds")
+    return counts.reshape(axis_size, bins), True
 
 
 def _label_chains(board: jax.Array, size: int) -> jax.Array:

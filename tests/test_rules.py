@@ -789,3 +789,36 @@ def test_contract_fixed_game_every_preset(rules):
     state = play_moves(state, "B pass", "W pass")
     assert bool(state.terminated)
     assert not np.asarray(jit_legal(state)).any()
+
+
+def test_liberty_counts_agree_single_batched_nested_and_off_cpu(monkeypatch):
+    """Liberties come from one scatter-add whose batched form (a flat scatter on a CPU, the
+    vmapped one elsewhere) must give every board the counts it gets alone."""
+    from gojax import _board
+
+    boards = []
+    for seed in range(6):  # random positions with chains of every size
+        rng = np.random.default_rng(seed)
+        board = rng.choice(np.array([-1, 0, 1], np.int8), size=81, p=[0.35, 0.3, 0.35])
+        boards.append(board)
+    boards = jax.numpy.asarray(np.stack(boards))
+    chains = jax.vmap(lambda b: _board._label_chains(b, 9))(boards)
+
+    def count(board, chain):
+        return _board._count_liberties(board, chain, 9)
+
+    one_by_one = np.stack([np.asarray(count(b, c)) for b, c in zip(boards, chains, strict=True)])
+    # The reference: distinct empty neighbours of each chain, counted in Python.
+    for board, chain, libs in zip(np.asarray(boards), np.asarray(chains), one_by_one, strict=True):
+        nbrs = _board.neighbor_table(9)
+        for rep in set(chain[board != 0].tolist()):
+            members = np.flatnonzero(chain == rep)
+            empty = {int(n) for m in members for n in nbrs[m] if n < 81 and board[n] == 0}
+            assert libs[rep] == len(empty)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(count))(boards, chains), one_by_one)
+    nested = jax.jit(jax.vmap(jax.vmap(count)))(boards.reshape(2, 3, 81), chains.reshape(2, 3, 81))
+    np.testing.assert_array_equal(nested.reshape(6, 81), one_by_one)
+    shared = jax.vmap(count, in_axes=(None, None), axis_size=3)(boards[0], chains[0])
+    np.testing.assert_array_equal(shared, np.tile(one_by_one[:1], (3, 1)))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the vmapped scatter
+    np.testing.assert_array_equal(jax.vmap(count)(boards, chains), one_by_one)
