@@ -809,8 +809,8 @@ def test_liberty_counts_agree_single_batched_nested_and_off_cpu(monkeypatch):
 
     one_by_one = np.stack([np.asarray(count(b, c)) for b, c in zip(boards, chains, strict=True)])
     # The reference: distinct empty neighbours of each chain, counted in Python.
+    nbrs = _board.neighbor_table(9)
     for board, chain, libs in zip(np.asarray(boards), np.asarray(chains), one_by_one, strict=True):
-        nbrs = _board.neighbor_table(9)
         for rep in set(chain[board != 0].tolist()):
             members = np.flatnonzero(chain == rep)
             empty = {int(n) for m in members for n in nbrs[m] if n < 81 and board[n] == 0}
