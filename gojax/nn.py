@@ -198,18 +198,23 @@ def _conv(features: int, kernel: int, name: str, dtype: Any) -> nn.Conv:
     )
 
 
+def _conv_kernel(module: nn.Module, size: int, c_in: int, features: int) -> jax.Array:
+    """``module``'s ``kernel [size, size, c_in, features]``: ``nn.Conv``'s parameter
+    (name, shape, initialiser, float32) for the convolutions gojax writes itself."""
+    shape = (size, size, c_in, features)
+    return module.param("kernel", nn.linear.default_kernel_init, shape, jnp.float32)
+
+
 class _Kernel(nn.Module):
-    """The ``kernel [k, k, C_in, features]`` parameter of a :func:`_conv`, alone: lets
-    convolutions of the same input run as one while keeping their own parameters."""
+    """The kernel of a :func:`_conv`, alone: lets convolutions of the same input run as
+    one while keeping their own parameters."""
 
     features: int
     kernel_size: int
 
     @nn.compact
     def __call__(self, c_in: int) -> jax.Array:
-        k = self.kernel_size
-        shape = (k, k, c_in, self.features)
-        return self.param("kernel", nn.linear.default_kernel_init, shape, jnp.float32)
+        return _conv_kernel(self, self.kernel_size, c_in, self.features)
 
 
 class _InputConv(nn.Module):
@@ -231,9 +236,7 @@ class _InputConv(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         k, c_in = self.kernel_size, x.shape[-1]
-        kernel = self.param(
-            "kernel", nn.linear.default_kernel_init, (k, k, c_in, self.features), jnp.float32
-        )
+        kernel = _conv_kernel(self, k, c_in, self.features)
         x, kernel = x.astype(self.dtype), kernel.astype(self.dtype)
         aligned = 16 * (c_in // 16)
         if aligned == 0 or c_in - aligned > 4:
