@@ -60,7 +60,7 @@ from train.learner import (
     make_train_step,
     shard_batch,
 )
-from train.selfplay import SelfPlayConfig, agz_encode, play_games
+from train.selfplay import SelfPlayConfig, agz_encode, play_games, selfplay_devices
 
 SIZE = 9
 KOMI = 7.5  # pgx's go_9x9
@@ -201,8 +201,9 @@ def learner_rate(step, batch_size: int, repeats: int) -> float:
     return batch_size * LEARNER_STEPS / best_time(timed, repeats=repeats)
 
 
-def measure_gojax(args, spec, variables, kind: str) -> dict:
-    """Our self-play with search ``kind`` (and, for Gumbel, the learner on its positions)."""
+def measure_gojax(args, spec, variables, kind: str, num_devices: int = 1) -> dict:
+    """Our self-play with search ``kind`` on ``num_devices`` local devices (0: all that
+    divide the batch), and, for Gumbel on one device, the learner on its positions."""
     cap = 2 * SIZE * SIZE  # gojax's and pgx's move cap
     config = SelfPlayConfig(
         size=SIZE,
@@ -212,6 +213,7 @@ def measure_gojax(args, spec, variables, kind: str) -> dict:
         num_steps=args.steps,
         # Sample (Gumbel: keep the noise; PUCT: by visits) at every move, as pgx's example does.
         search=SearchConfig(kind=kind, num_simulations=args.simulations, temperature_moves=cap),
+        num_devices=num_devices,
     )
     evaluator_fn = functools.partial(model_lib.evaluator, spec, model_lib.build(spec))
     key = jax.random.key(1)
@@ -223,15 +225,16 @@ def measure_gojax(args, spec, variables, kind: str) -> dict:
     rate, last = selfplay_rate(run, args.repeats)
     traj, stats = last["result"]
     row = {
+        "devices": len(selfplay_devices(config)),
         "selfplay_moves_per_s": rate,
         "positions": int(stats["positions"]),
         "games_finished": int(stats["games_finished"]),
     }
-    if kind != "gumbel":
+    if kind != "gumbel" or num_devices != 1:
         return row
 
     lconfig = LearnerConfig(
-        optimizer="adamw", learning_rate=LEARNING_RATE, batch_size=args.learner_batch
+        optimizer="adamw", learning_rate=LEARNING_RATE, batch_size=args.learner_batch, num_devices=1
     )
     mesh = make_mesh(lconfig)
     module = model_lib.build(spec)
@@ -362,9 +365,15 @@ def main() -> None:
         f"best of {args.repeats}"
     )
 
+    # One device each (pgx's example would pmap over several): the comparison is per device.
     ours = measure_gojax(args, spec, variables, "gumbel")
     peer = measure_peer(args, env, module, variables)
     puct = measure_gojax(args, spec, variables, "puct") if args.puct else None
+    # With several local devices (e.g. XLA_FLAGS=--xla_force_host_platform_device_count=2
+    # on a 2-core CPU, one device per core) also our self-play split over all of them.
+    spread = None
+    if jax.local_device_count() > 1:
+        spread = measure_gojax(args, spec, variables, "gumbel", num_devices=0)
     net_alone = measure_net_alone(args, module, variables)
 
     header = f"{'':24} {'gojax':>10} {'pgx+mctx':>10} {'ratio':>7}"
@@ -380,6 +389,11 @@ def main() -> None:
         rate = puct["selfplay_moves_per_s"]
         print(f"{'self-play moves/s, PUCT':24} {rate:>10,.0f} {'(gumbel)':>10} ", end="")
         print(f"{rate / peer['selfplay_moves_per_s']:>6.2f}x")
+    if spread is not None:
+        label = f"self-play, {spread['devices']} devices"
+        rate = spread["selfplay_moves_per_s"]
+        gain = rate / ours["selfplay_moves_per_s"]
+        print(f"{label:24} {rate:>10,.0f} {'(1 device)':>10} {gain:>6.2f}x")
     print(f"{'net alone, moves/s':24} {net_alone:>10,.0f} {'(same)':>10}")
     print(
         f"(searched positions: gojax {ours['positions']:,}, pgx {peer['positions']:,}; "
@@ -406,6 +420,7 @@ def main() -> None:
         "gojax": ours,
         "pgx": peer,
         "gojax_puct": puct,
+        "gojax_all_devices": spread,
         "net_alone_moves_per_s": net_alone,
         "ratio_selfplay": ours["selfplay_moves_per_s"] / peer["selfplay_moves_per_s"],
         "ratio_learner": ours["learner_samples_per_s"] / peer["learner_samples_per_s"],

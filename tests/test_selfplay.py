@@ -8,6 +8,11 @@ short one with ``agz_tiny`` and Gumbel checks the network path.
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -25,8 +30,11 @@ from train.selfplay import (
     agz_encode,
     ownership,
     play_games,
+    selfplay_devices,
     trajectories_to_sgf,
 )
+
+REPO = Path(__file__).resolve().parents[1]
 
 MAIN = SelfPlayConfig(
     size=5,
@@ -249,6 +257,77 @@ def test_agz_tiny_gumbel_unfinished():
     assert not np.asarray(traj.finished).any() and not np.asarray(traj.value_mask).any()
     assert stats["games_finished"] == 0 and np.isnan(stats["black_win_rate"])
     np.testing.assert_allclose(np.asarray(traj.policy).sum(-1), 1.0, atol=1e-5)
+
+
+def test_devices_setting_checked_and_resolved():
+    with pytest.raises(ValueError, match="num_devices must be >= 0"):
+        SelfPlayConfig(num_devices=-1)
+    with pytest.raises(ValueError, match="num_games=6 must be a multiple of num_devices=4"):
+        SelfPlayConfig(num_games=6, num_devices=4)
+    local = jax.local_devices()
+    # 0 (the default): the most devices that divide the games; 7 games, fewer than 7 devices: 1.
+    assert selfplay_devices(SelfPlayConfig(num_games=7)) == local[: 7 if len(local) >= 7 else 1]
+    assert selfplay_devices(SelfPlayConfig(num_devices=1)) == local[:1]
+    with pytest.raises(ValueError, match="this process has"):
+        selfplay_devices(SelfPlayConfig(num_games=64, num_devices=len(local) + 1))
+
+
+TWO_DEVICES = textwrap.dedent(
+    """
+    import dataclasses, jax, jax.numpy as jnp, numpy as np
+    import gojax
+    from gojax.search import SearchConfig
+    from train.selfplay import SelfPlayConfig, _play_jit, agz_encode, play_games, selfplay_devices
+    assert jax.local_device_count() == 2, jax.devices()
+
+    def area_value(variables):  # as this module's: uniform prior, squashed area margin
+        def evaluate(states, key):
+            value = jnp.tanh(jax.vmap(gojax.score)(states) * states.to_play / 4.0)
+            return jnp.zeros((states.to_play.shape[0], states.num_actions)), value
+        return evaluate
+
+    config = SelfPlayConfig(size=5, komi=0.5, num_games=6, max_moves=30, resign_threshold=0.8,
+                            search=SearchConfig(kind="puct", num_simulations=4),
+                            fast_simulations=2, full_search_prob=0.5)
+    assert len(selfplay_devices(config)) == 2
+    assert len(selfplay_devices(dataclasses.replace(config, num_games=5))) == 1
+    key = jax.random.PRNGKey(3)
+    traj, stats = play_games(area_value, agz_encode, None, key, config)
+    assert traj.action.sharding.device_set == set(jax.devices())
+    got = jax.device_get(traj)
+    # Each device plays what one device plays with its folded key and half the games.
+    half = dataclasses.replace(config, num_games=3, num_devices=1)
+    parts = [jax.device_get(_play_jit(area_value, agz_encode, None, jax.random.fold_in(key, i),
+                                      half)) for i in range(2)]
+    for name in ("action", "policy", "value", "inputs", "ownership", "winner", "length"):
+        axis = 0 if name in ("winner", "length") else 1
+        want = np.concatenate([getattr(p, name) for p in parts], axis=axis)
+        np.testing.assert_array_equal(getattr(got, name), want, err_msg=name)
+    assert stats["games"] == 6 and stats["games_finished"] >= 1
+    # One device: the program and the games of a process that has only one.
+    one = play_games(area_value, agz_encode, None, key, dataclasses.replace(config, num_devices=1))
+    alone = jax.device_get(_play_jit(area_value, agz_encode, None, key,
+                                     dataclasses.replace(config, num_devices=1)))
+    np.testing.assert_array_equal(jax.device_get(one[0].action), alone.action)
+    print("two devices play each shard's games")
+    """
+)
+
+
+@pytest.mark.slow
+def test_selfplay_split_over_two_devices():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env["JAX_PLATFORMS"] = "cpu"
+    out = subprocess.run(
+        [sys.executable, "-c", TWO_DEVICES],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "two devices play each shard's games" in out.stdout
 
 
 # ----------------------------------------------------------------------------- replay

@@ -56,7 +56,13 @@ from train.learner import (
     shard_batch,
 )
 from train.replay import ReplayBuffer
-from train.selfplay import SelfPlayConfig, agz_encode, play_games, trajectories_to_sgf
+from train.selfplay import (
+    PER_GAME_FIELDS,
+    SelfPlayConfig,
+    agz_encode,
+    play_games,
+    trajectories_to_sgf,
+)
 
 __all__ = [
     "apply_overrides",
@@ -69,19 +75,7 @@ __all__ = [
 
 # Keys that may change between a run and its resumption: how long to run, how
 # often to save or evaluate. Everything else changes what is trained.
-RESUMABLE_PREFIXES = ("train.", "eval.", "learner.num_devices")
-
-# Per-game fields of Trajectories ([B, ...]); the others are time-major [T, B, ...].
-_PER_GAME = (
-    "finished",
-    "winner",
-    "final_score",
-    "final_board",
-    "resigned",
-    "no_resign",
-    "would_resign",
-    "length",
-)
+RESUMABLE_PREFIXES = ("train.", "eval.", "learner.num_devices", "selfplay.num_devices")
 
 
 # ----------------------------------------------------------------------------
@@ -135,6 +129,7 @@ def default_config() -> ml_collections.ConfigDict:
             fast_simulations=0,
             full_search_prob=0.25,
             moves="sensible",  # SearchConfig.moves: "sensible" or "legal" (AlphaGo Zero)
+            num_devices=0,  # local devices the games are split over; 0: all that divide num_games
         )
     )
     c.replay = ml_collections.ConfigDict(
@@ -338,6 +333,7 @@ def selfplay_config(config: ml_collections.ConfigDict) -> SelfPlayConfig:
         no_resign_fraction=s.no_resign_fraction,
         fast_simulations=s.fast_simulations or None,
         full_search_prob=s.full_search_prob,
+        num_devices=s.num_devices,
     )
 
 
@@ -385,7 +381,7 @@ def _first_games(traj, k: int):
     fields = {}
     for f in dataclasses.fields(traj):
         x = getattr(traj, f.name)
-        if f.name in _PER_GAME:
+        if f.name in PER_GAME_FIELDS:
             fields[f.name] = jax.tree.map(lambda a: a[:k], x)
         else:
             fields[f.name] = jax.tree.map(lambda a: a[:, :k], x)

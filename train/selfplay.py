@@ -26,6 +26,11 @@ noise) otherwise. Only full-search moves are policy targets
 (``policy_mask``); every move is a value target. One coin is drawn per step
 for the whole batch, so that a ``lax.cond`` runs exactly one of the two
 searches (the expected cost is what the randomisation saves).
+
+Devices: the games are split over this process's devices
+(``SelfPlayConfig.num_devices``), each playing its share with its own key in
+one ``shard_map``; nothing is exchanged between them until the trajectories
+are read. (Several hosts each play their own games.)
 """
 
 from __future__ import annotations
@@ -48,11 +53,13 @@ from gojax._game import record_from_actions, result_string
 from gojax.search import Evaluator, SearchConfig, search
 
 __all__ = [
+    "PER_GAME_FIELDS",
     "SelfPlayConfig",
     "Trajectories",
     "agz_encode",
     "ownership",
     "play_games",
+    "selfplay_devices",
     "selfplay_stats",
     "trajectories_to_sgf",
 ]
@@ -85,6 +92,11 @@ class SelfPlayConfig:
       fast_simulations: playout-cap randomisation's fast search size; None
         disables it (every move is a full search and a policy target).
       full_search_prob: fraction of steps given the full search (KataGo's 0.25).
+      num_devices: local devices the games are split over (data parallel, each
+        device plays ``num_games / n`` games with its own key). 0: as many of
+        this process's devices as divide ``num_games`` evenly (the largest such
+        count); 1: the first device only. A count that does not divide
+        ``num_games`` is an error.
     """
 
     size: int = 9
@@ -98,6 +110,7 @@ class SelfPlayConfig:
     no_resign_fraction: float = 0.1
     fast_simulations: int | None = None
     full_search_prob: float = 0.25
+    num_devices: int = 0
 
     def __post_init__(self) -> None:
         if self.num_games < 1:
@@ -112,6 +125,12 @@ class SelfPlayConfig:
             raise ValueError(f"fast_simulations must be >= 1, not {self.fast_simulations}")
         if not 0.0 <= self.full_search_prob <= 1.0:
             raise ValueError(f"full_search_prob must be in [0, 1], not {self.full_search_prob}")
+        if self.num_devices < 0:
+            raise ValueError(f"num_devices must be >= 0, not {self.num_devices}")
+        if self.num_devices > 1 and self.num_games % self.num_devices:
+            raise ValueError(
+                f"num_games={self.num_games} must be a multiple of num_devices={self.num_devices}"
+            )
 
     @property
     def game_max_moves(self) -> int:
@@ -158,6 +177,13 @@ class Trajectories:
     no_resign: jax.Array  # [B] bool: resignation disabled in this game
     would_resign: jax.Array  # [B] int8: in no_resign games, first colour that would have resigned
     length: jax.Array  # [B] int32: moves played (passes included)
+
+
+# The per-game fields of Trajectories ([B, ...]); the others are time-major ([T, B, ...]).
+PER_GAME_FIELDS = frozenset(
+    ("finished", "winner", "final_score", "final_board", "resigned", "no_resign")
+    + ("would_resign", "length")
+)
 
 
 def agz_encode(states: gojax.GoState, dtype=jnp.uint8) -> jax.Array:
@@ -299,6 +325,53 @@ def _play(
 
 _play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config"))
 
+GAMES_AXIS = "games"
+
+
+def selfplay_devices(config: SelfPlayConfig) -> list[jax.Device]:
+    """The local devices ``config``'s games are split over (see ``num_devices``)."""
+    local = jax.local_devices()
+    if config.num_devices > len(local):
+        raise ValueError(
+            f"num_devices={config.num_devices}, but this process has {len(local)} device(s)"
+        )
+    if config.num_devices:
+        return local[: config.num_devices]
+    count = max(n for n in range(1, len(local) + 1) if config.num_games % n == 0)
+    return local[:count]
+
+
+@functools.cache
+def _sharded_play(evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tuple) -> Callable:
+    """``_play`` over ``len(devices)`` shards of the games, one per device, as one jitted
+    ``shard_map``: no communication, each device runs the single-device program on its
+    games. Outputs are global arrays split along the games axis."""
+    mesh = jax.sharding.Mesh(np.asarray(devices), (GAMES_AXIS,))
+    shard = dataclasses.replace(config, num_games=config.num_games // len(devices))
+    per_step = jax.sharding.PartitionSpec(None, GAMES_AXIS)
+    per_game = jax.sharding.PartitionSpec(GAMES_AXIS)
+    out_specs = Trajectories(
+        **{
+            f.name: per_game if f.name in PER_GAME_FIELDS else per_step
+            for f in dataclasses.fields(Trajectories)
+        }
+    )
+
+    def play_shard(variables, keys):  # keys [1]: this shard's key
+        return _play(evaluator_fn, encode_fn, variables, keys[0], shard)
+
+    # check_vma=False: with the check, shard_map would want the search's loop carries
+    # marked as varying over the games axis (lax.pcast); every value here is per device.
+    return jax.jit(
+        jax.shard_map(
+            play_shard,
+            mesh=mesh,
+            in_specs=(jax.sharding.PartitionSpec(), per_game),
+            out_specs=out_specs,
+            check_vma=False,
+        )
+    )
+
 
 def play_games(
     evaluator_fn: EvaluatorFn,
@@ -321,11 +394,18 @@ def play_games(
       config: a :class:`SelfPlayConfig`.
 
     Returns:
-      ``(trajectories, stats)``: :class:`Trajectories` on the device and
+      ``(trajectories, stats)``: :class:`Trajectories` on the device(s) (split along the
+      games axis over several) and
       :func:`selfplay_stats` (the wall time includes compilation on a first call).
     """
     start = time.perf_counter()
-    traj = _play_jit(evaluator_fn, encode_fn, variables, key, config)
+    devices = selfplay_devices(config)
+    if len(devices) == 1:
+        traj = _play_jit(evaluator_fn, encode_fn, variables, key, config)
+    else:
+        # One key per shard; with one device the key is used as given (same games as ever).
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(len(devices)))
+        traj = _sharded_play(evaluator_fn, encode_fn, config, tuple(devices))(variables, keys)
     traj = jax.block_until_ready(traj)
     return traj, selfplay_stats(traj, time.perf_counter() - start)
 
