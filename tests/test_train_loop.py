@@ -226,6 +226,17 @@ def test_cli_parses_overrides_and_reports_errors(tmp_path, capsys):
         load_config(tmp_path / "bad.py")
 
 
+def test_cpu_devices_hint_only_for_one_cpu_device_on_several_cores():
+    from train.cli import cpu_devices_hint
+
+    hint = cpu_devices_hint("cpu", 1, 4)
+    assert "--xla_force_host_platform_device_count=4" in hint
+    assert "--config.learner.num_devices=1" in hint
+    assert cpu_devices_hint("cpu", 2, 4) is None  # already split
+    assert cpu_devices_hint("cpu", 1, 1) is None  # one core: nothing to gain
+    assert cpu_devices_hint("gpu", 1, 16) is None
+
+
 def test_arena_random_self_play_is_even():
     agent = random_agent()
     result = play_arena(agent, agent, jax.random.PRNGKey(0), size=5, num_games=128, komi=0.5)
