@@ -13,6 +13,9 @@ channels, two different random initialisations) with a PUCT search of
               the arena's results do not depend on the batch size)
   shared key  256 games with one batched search per move and one key for the
               whole batch (what a batch-invariant arena gives up)
+  N devices   the batch-256 games split over the process's N devices (only with
+              several, e.g. XLA_FLAGS=--xla_force_host_platform_device_count=2 on a
+              2-core CPU; checked: the same games)
 
 Each row is timed on a second call with the program already compiled; the
 compile time of the first call is printed beside it. The last line is JSON.
@@ -31,8 +34,9 @@ import time
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
-from eval.arena import Agent, play_arena, search_agent
+from eval.arena import GAMES_AXIS, Agent, play_arena, search_agent
 from gojax._atomic import write_atomic
 from gojax.search import SearchConfig, search
 from train.model import ModelSpec, build, evaluator, init_variables
@@ -107,6 +111,14 @@ def main() -> None:
     shared_b = shared_key_agent(spec, vars_b, config, "b")
     first, second, shared = timed(functools.partial(batched, a=shared_a, b=shared_b))
     rows.append(("shared key", games, int(shared.length.sum()), first, second))
+    if len(jax.local_devices()) > 1:  # e.g. XLA_FLAGS=--xla_force_host_platform_device_count=2
+        mesh = Mesh(np.asarray(jax.local_devices()), (GAMES_AXIS,))
+        first, second, spread = timed(
+            lambda seed: arena(net_a, net_b, jax.random.PRNGKey(seed), num_games=games, mesh=mesh)
+        )
+        assert np.array_equal(spread.actions, result.actions), "devices changed the games"
+        name = f"{mesh.devices.size} devices"
+        rows.append((name, games, int(spread.length.sum()), first, second))
 
     device = jax.devices()[0]
     print(

@@ -164,23 +164,50 @@ def _stack_halves(first: jax.Array, second: jax.Array, half: jax.Array) -> jax.A
     return jnp.where(half == 0, jnp.stack([first, second]), jnp.stack([second, first]))
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=(
-        "policy_a",
-        "policy_b",
-        "resign_a",
-        "resign_b",
-        "size",
-        "komi",
-        "rules",
-        "moves",
-        "opening_moves",
-        "resign_threshold",
-        "mesh",
-    ),
+_ARENA_STATIC = (
+    "policy_a",
+    "policy_b",
+    "resign_a",
+    "resign_b",
+    "size",
+    "komi",
+    "rules",
+    "moves",
+    "opening_moves",
+    "resign_threshold",
 )
-def _arena(
+
+
+@functools.partial(jax.jit, static_argnames=(*_ARENA_STATIC, "mesh"))
+def _arena(params_a, params_b, key, pairs, *, mesh, **static):
+    """:func:`_arena_games` on one device, or on each device of ``mesh`` for its share of
+    ``pairs`` (``jax.shard_map``: every device runs the one-device program on its own
+    games, with no communication; a game depends only on its index, so the results are
+    the same)."""
+    games = functools.partial(_arena_games, **static)
+    if mesh is None:
+        return games(params_a, params_b, key, pairs)
+    split = PartitionSpec(None, GAMES_AXIS)  # [2, P] halves
+    out_specs = {
+        "outcome": split,
+        "score": split,
+        "length": split,
+        "finished": split,
+        "resigned": split,
+        "actions": PartitionSpec(None, None, GAMES_AXIS),  # [T, 2, P]
+    }
+    return jax.shard_map(
+        games,
+        mesh=mesh,
+        in_specs=(PartitionSpec(), PartitionSpec(), PartitionSpec(), PartitionSpec(GAMES_AXIS)),
+        out_specs=out_specs,
+        # The check would want the search's loop carries marked as varying over the
+        # games axis (lax.pcast); every value here is per device.
+        check_vma=False,
+    )(params_a, params_b, key, pairs)
+
+
+def _arena_games(
     params_a,
     params_b,
     key,
@@ -196,17 +223,9 @@ def _arena(
     moves,
     opening_moves,
     resign_threshold,
-    mesh,
 ):
     """Games ``2 * pairs`` (A Black) and ``2 * pairs + 1`` (B Black), laid out ``[2, P]``."""
     num_pairs = pairs.shape[0]
-    layout = None if mesh is None else NamedSharding(mesh, PartitionSpec(None, GAMES_AXIS))
-
-    def constrain(tree):
-        # New games depend on no sharded input: pin the batch axis to the mesh explicitly.
-        if layout is None:
-            return tree
-        return jax.tree.map(lambda x: jax.lax.with_sharding_constraint(x, layout), tree)
 
     key_open, key_games = jax.random.split(key)
     games = jnp.stack([2 * pairs, 2 * pairs + 1])  # [2, P] global game indices
@@ -217,8 +236,8 @@ def _arena(
     def fresh(_):
         return gojax.new_game(size, komi=komi, rules=rules, max_moves=moves)
 
-    states = constrain(jax.vmap(jax.vmap(fresh))(games))
-    resigned = constrain(jnp.zeros((2, num_pairs), jnp.int8))
+    states = jax.vmap(jax.vmap(fresh))(games)
+    resigned = jnp.zeros((2, num_pairs), jnp.int8)
 
     def agents_move(states, t):
         half = t % 2  # A is Black in half 0, so it moves there at even t, in half 1 at odd t
@@ -257,7 +276,7 @@ def _arena(
             states = states.replace(terminated=states.terminated | resign)
             states = jax.vmap(jax.vmap(gojax.play))(states, actions)
             record = jnp.where(played, actions, -1).astype(jnp.int16)
-            return constrain((states, resigned)), record
+            return (states, resigned), record
 
         def idle(carry):
             return carry, jnp.full(games.shape, -1, jnp.int16)

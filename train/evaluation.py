@@ -14,12 +14,21 @@ from __future__ import annotations
 from typing import Any
 
 from eval import arena
-from eval.arena import Agent, ArenaResult, capture_agent, play_arena, random_agent, uct_agent
+from eval.arena import (
+    GAMES_AXIS,
+    Agent,
+    ArenaResult,
+    capture_agent,
+    play_arena,
+    random_agent,
+    uct_agent,
+)
 from eval.match import wilson_interval
 from gojax.search import SearchConfig
 from train.model import ModelSpec
 
 __all__ = [
+    "GAMES_AXIS",
     "ArenaResult",
     "Agent",
     "capture_agent",

@@ -45,7 +45,7 @@ from gojax._atomic import atomic_file, write_atomic
 from gojax.search import SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
-from train.evaluation import play_arena, random_agent, search_agent, uct_agent
+from train.evaluation import GAMES_AXIS, play_arena, random_agent, search_agent, uct_agent
 from train.learner import (
     LearnerConfig,
     abstract_train_state,
@@ -531,6 +531,10 @@ def evaluate(
     # The UCT baseline searches the same move set as the net: equal knowledge of Go.
     uct = uct_agent(e.num_simulations, moves=config.selfplay.moves)
     opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct}
+    # The games are split over this process's devices; an arena game does not depend on
+    # how the games are split (tests/test_arena.py), so neither do the results.
+    local = jax.local_devices()
+    mesh = jax.sharding.Mesh(np.asarray(local), (GAMES_AXIS,)) if len(local) > 1 else None
     rows = []
     for i, (name, opponent) in enumerate(opponents.items()):
         result = play_arena(
@@ -542,6 +546,7 @@ def evaluate(
             komi=b.komi,
             rules=b.rules,
             max_moves=b.max_moves or None,
+            mesh=mesh,
         )
         rows.append({"opponent": name, **result.summary()})
     lines = [f"{'opponent':<10} {'games':>5} {'wins':>5} {'win rate':>8}  95% CI"]
