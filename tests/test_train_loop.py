@@ -1,7 +1,9 @@
 """The training loop end to end on 5x5, its resume, config overrides and the arena."""
 
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -168,6 +170,47 @@ def test_kill_9_then_restart_continues_exactly(tmp_path):
     assert resumed["resumed_from"] == last and resumed["step"] == last + 5
     straight = train(config, tmp_path / "straight")
     np.testing.assert_allclose(resumed["losses"], straight["losses"][last:], rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_two_processes_with_two_devices_each_train(tmp_path):
+    """``gojax train`` as a 2-process ``jax.distributed`` job, 2 host devices per process:
+    the learner's mesh spans both processes, each process self-plays on its own two
+    devices, and the chief gathers the parameters for self-play and evaluation."""
+    config_file = tmp_path / "config.py"
+    config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{port}"
+    command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
+    command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
+    procs = [
+        subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**env, "JAX_PROCESS_ID": str(i)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = []
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=600))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outputs.append(p.communicate())
+    for p, (_, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    assert "stopped at step 2 (total_steps)" in outputs[0][1]
+    rows = json.loads((tmp_path / "run" / "eval.json").read_text())["results"]
+    assert [r["games"] for r in rows] == [4, 4]
+    assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
 
 
 def test_games_too_short_to_end_are_an_error_not_a_hang(tmp_path):

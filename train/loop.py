@@ -372,7 +372,9 @@ def _host_variables(state) -> dict[str, Any]:
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
-        return multihost_utils.process_allgather(variables)
+        # tiled: the global value of each array (replicated or split over the mesh);
+        # without it process_allgather refuses arrays that span other processes' devices.
+        return multihost_utils.process_allgather(variables, tiled=True)
     return jax.device_get(variables)
 
 
