@@ -175,8 +175,10 @@ def test_kill_9_then_restart_continues_exactly(tmp_path):
 @pytest.mark.slow
 def test_two_processes_with_two_devices_each_train(tmp_path):
     """``gojax train`` as a 2-process ``jax.distributed`` job, 2 host devices per process:
-    the learner's mesh spans both processes, each process self-plays on its own two
-    devices, and the chief gathers the parameters for self-play and evaluation."""
+    the learner's mesh spans both processes (FSDP: parameters split over all four
+    devices), each process self-plays on its own two devices, every process takes part
+    in gathering the parameters, and the chief alone evaluates (every iteration and at
+    the end). Gathering with ``tiled=False`` failed; gathering on the chief alone hung."""
     config_file = tmp_path / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
     with socket.socket() as s:
@@ -187,6 +189,8 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{port}"
     command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
+    command += ["--config.learner.param_sharding=fsdp", "--config.learner.fsdp_min_size=64"]
+    command += ["--config.eval.every_iterations=1"]
     procs = [
         subprocess.Popen(
             command,

@@ -511,13 +511,19 @@ class _Metrics:
 
 
 def evaluate(
-    config: ml_collections.ConfigDict, state, key: jax.Array, workdir: Path | None = None
+    config: ml_collections.ConfigDict,
+    state,
+    key: jax.Array,
+    workdir: Path | None = None,
+    variables: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The net with a small search against random play and UCT at equal simulations.
 
     Writes ``workdir/eval.json`` when ``workdir`` is given and prints a table.
     Returns one row per opponent: ``opponent, games, wins, losses, draws,
-    win_rate, ci95``.
+    win_rate, ci95``. ``variables``: the state's parameters on the host, when
+    the caller gathered them already (in a multi-process job every process must
+    take part in that gather, while only one evaluates).
     """
     e, b = config.eval, config.board
     spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
@@ -529,7 +535,9 @@ def evaluate(
         pb_c_init=config.selfplay.pb_c_init,
         moves=config.selfplay.moves,
     )
-    net = search_agent(spec, model_lib.build(spec), _host_variables(state), search_config)
+    if variables is None:
+        variables = _host_variables(state)
+    net = search_agent(spec, model_lib.build(spec), variables, search_config)
     # The UCT baseline searches the same move set as the net: equal knowledge of Go.
     uct = uct_agent(e.num_simulations, moves=config.selfplay.moves)
     opponents = {"random": random_agent(), f"uct{e.num_simulations}": uct}
@@ -775,9 +783,12 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
             if t.plot_every and counters["iteration"] % t.plot_every == 0:
                 metrics_out.plot()
             every = config.eval.every_iterations
-            if chief and every and config.eval.num_games and counters["iteration"] % every == 0:
-                rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
-                metrics_out.write(_eval_record(rows, step))
+            if every and config.eval.num_games and counters["iteration"] % every == 0:
+                variables = _host_variables(state)  # a collective: every process gathers
+                if chief:
+                    eval_key = jax.random.fold_in(key_eval, step)
+                    rows = evaluate(config, state, eval_key, workdir, variables=variables)
+                    metrics_out.write(_eval_record(rows, step))
             guard.check()
         stopped = "total_steps" if step >= t.total_steps else "max_minutes"
         save(True)
@@ -787,9 +798,12 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         if bar is not None:
             bar.close()
     rows = None
-    if chief and config.eval.num_games > 0:
-        rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir)
-        metrics_out.write(_eval_record(rows, step))
+    if config.eval.num_games > 0:
+        variables = _host_variables(state)  # a collective: every process gathers
+        if chief:
+            eval_key = jax.random.fold_in(key_eval, step)
+            rows = evaluate(config, state, eval_key, workdir, variables=variables)
+            metrics_out.write(_eval_record(rows, step))
     metrics_out.plot()
     metrics_out.close()
     ckpt.close()
