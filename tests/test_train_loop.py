@@ -178,7 +178,8 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     the learner's mesh spans both processes (FSDP: parameters split over all four
     devices), each process self-plays on its own two devices, every process takes part
     in gathering the parameters, and the chief alone evaluates (every iteration and at
-    the end). Gathering with ``tiled=False`` failed; gathering on the chief alone hung."""
+    the end); the game counter adds up both processes' games. Gathering with
+    ``tiled=False`` failed; gathering on the chief alone hung."""
     config_file = tmp_path / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
     with socket.socket() as s:
@@ -211,7 +212,8 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
             outputs.append(p.communicate())
     for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
-    assert "stopped at step 2 (total_steps)" in outputs[0][1]
+    # One iteration; whole games (TINY plays to the end), 8 on each process: 16 in all.
+    assert "stopped at step 2 (total_steps), iteration 1, 16 games" in outputs[0][1]
     rows = json.loads((tmp_path / "run" / "eval.json").read_text())["results"]
     assert [r["games"] for r in rows] == [4, 4]
     assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2

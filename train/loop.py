@@ -378,6 +378,25 @@ def _host_variables(state) -> dict[str, Any]:
     return jax.device_get(variables)
 
 
+def _across_processes(values: Sequence[int]) -> np.ndarray:
+    """``[process_count, len(values)]``: every process's ``values`` (a collective in a
+    multi-process job: every process must call it at the same point)."""
+    local = np.asarray(values, np.int32)
+    if jax.process_count() == 1:
+        return local[None]
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(local))
+
+
+def _past(deadline: float) -> bool:
+    """Whether the time limit is reached, agreed by every process (each process stopping
+    on its own clock would leave the others waiting in the next learner step)."""
+    if deadline == math.inf:  # no limit: nothing to agree on (the same for every process)
+        return False
+    return bool(_across_processes([time.perf_counter() > deadline]).any())
+
+
 def _first_games(traj, k: int):
     """The first ``k`` games of a batch of trajectories."""
     fields = {}
@@ -698,7 +717,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         bar = tqdm(total=t.total_steps, initial=step, unit="step", dynamic_ncols=True)
     try:
         while step < t.total_steps:
-            if time.perf_counter() > deadline:
+            if _past(deadline):
                 break
             record: dict[str, Any] = {}
             iteration = counters["iteration"]
@@ -713,20 +732,25 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                     sp_config,
                 )
                 added = replay.add(traj)
-                if stats["games_finished"] == 0:
+                # Every host's games count, and the learner starts when every host's
+                # replay is big enough: its steps are collectives all hosts must join.
+                finished, added, replay_size = _across_processes(
+                    [int(stats["games_finished"]), added, len(replay)]
+                ).T
+                if finished.sum() == 0:
                     # Unfinished games give no targets: the run would self-play forever.
                     raise ValueError(
                         f"no self-play game ended within selfplay.num_steps={sp_config.steps} "
                         "moves; raise it, or set 0 to play whole games"
                     )
-                counters["games"] += int(stats["games_finished"])
-                counters["positions"] += added
+                counters["games"] += int(finished.sum())
+                counters["positions"] += int(added.sum())
                 record.update({f"selfplay.{k}": v for k, v in stats.items()})
                 record["selfplay.games_per_second"] = stats["games"] / max(stats["seconds"], 1e-9)
                 if chief and t.sgf_games > 0:
                     _write_sgf(traj, sp_config, workdir / "sgf", iteration, t)
                 counters["iteration"] = iteration + 1
-                if len(replay) >= config.replay.min_size:
+                if replay_size.min() >= config.replay.min_size:
                     counters["pending_updates"] = t.updates_per_iteration
             # Learner steps (possibly the rest of an iteration a stop interrupted).
             step_metrics = []
@@ -758,7 +782,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                     bar.update(1)
                 save(False)
                 guard.check()
-                if time.perf_counter() > deadline:
+                if _past(deadline):
                     break
             if step_metrics:
                 host = jax.device_get(step_metrics)
