@@ -185,10 +185,11 @@ def _histogram_batched(axis_size: int, in_batched, labels: jax.Array):
     label) pairs, which XLA builds as a ``[B * 4 P, 2]`` index array every move;
     offsetting each board's labels by ``board * (P + 1)`` makes one 1-D index
     instead (a b1c16 Gumbel search at batch 256 on a CPU: 1.8% faster). Only on
-    a CPU: when a program splits the batch over devices (``gojax arena`` on a
-    mesh), XLA cannot tell that flat indices stay on their own device's part
-    and adds an all-reduce of the counts to every move, a poor trade on GPUs
-    and TPUs, where the vmapped scatter is kept.
+    a CPU: when XLA partitions a jitted batch over devices (a sharded ``jit``;
+    gojax's own arena and self-play use ``shard_map``, one program per device),
+    it cannot tell that flat indices stay on their own device's part and adds
+    an all-reduce of the counts to every move, a poor trade on GPUs and TPUs,
+    where the vmapped scatter is kept.
     """
     (batched,) = in_batched
     if not batched:

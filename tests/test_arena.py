@@ -4,16 +4,13 @@ sharding over devices, and gating."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocesses import run_on_host_devices
 
 import gojax
 from eval.arena import (
@@ -31,7 +28,6 @@ from gojax import _game, sgf
 from gojax.search import SearchConfig
 from train.model import ModelSpec, init_variables
 
-REPO = Path(__file__).resolve().parents[1]
 SIZE, KOMI = 5, 0.5
 
 
@@ -250,15 +246,6 @@ SHARDED = textwrap.dedent(
 
 @pytest.mark.slow
 def test_sharded_over_two_devices_plays_the_same_games():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    env["JAX_PLATFORMS"] = "cpu"
-    out = subprocess.run(
-        [sys.executable, "-c", SHARDED],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = run_on_host_devices(SHARDED, 2)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "same games on 1 and 2 devices" in out.stdout

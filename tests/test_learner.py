@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import warnings
@@ -19,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocesses import free_port, wait_all
 
 import gojax
 from train.checkpoint import Checkpointer, install_signal_handlers
@@ -235,10 +235,7 @@ def _worker_single(out_path: str) -> None:
 
 @pytest.mark.slow
 def test_two_processes_match_one(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    coordinator = f"127.0.0.1:{port}"
+    coordinator = f"127.0.0.1:{free_port()}"
     env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
     procs = [
         subprocess.Popen(
@@ -259,15 +256,8 @@ def test_two_processes_match_one(tmp_path):
         )
         for i in range(2)
     ]
-    errors = []
-    for p in procs:
-        try:
-            _, err = p.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            _, err = p.communicate()
-        if p.returncode:
-            errors.append(err[-3000:])
+    outputs = wait_all(procs, timeout=240)
+    errors = [err[-3000:] for p, (_, err) in zip(procs, outputs, strict=True) if p.returncode]
     # No skip on a collective error: the pinned jaxlib runs CPU collectives across
     # processes, so any failure here is ours.
     if errors:

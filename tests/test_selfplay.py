@@ -8,16 +8,13 @@ short one with ``agz_tiny`` and Gumbel checks the network path.
 from __future__ import annotations
 
 import functools
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocesses import run_on_host_devices
 
 import gojax
 from gojax import sgf
@@ -33,8 +30,6 @@ from train.selfplay import (
     selfplay_devices,
     trajectories_to_sgf,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 MAIN = SelfPlayConfig(
     size=5,
@@ -311,16 +306,7 @@ TWO_DEVICES = textwrap.dedent(
 
 @pytest.mark.slow
 def test_selfplay_split_over_two_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    env["JAX_PLATFORMS"] = "cpu"
-    out = subprocess.run(
-        [sys.executable, "-c", TWO_DEVICES],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = run_on_host_devices(TWO_DEVICES, 2)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "two devices play each shard's games" in out.stdout
 

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from subprocesses import free_port, wait_all
 
 from gojax.cli import build_parser, main
 from train.checkpoint import Checkpointer
@@ -182,12 +182,9 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     ``tiled=False`` failed; gathering on the chief alone hung."""
     config_file = tmp_path / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{port}"
+    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
     command += ["--config.learner.param_sharding=fsdp", "--config.learner.fsdp_min_size=64"]
@@ -203,13 +200,7 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
         )
         for i in range(2)
     ]
-    outputs = []
-    for p in procs:
-        try:
-            outputs.append(p.communicate(timeout=600))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            outputs.append(p.communicate())
+    outputs = wait_all(procs, timeout=600)
     for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
     # One iteration; whole games (TINY plays to the end), 8 on each process: 16 in all.

@@ -1,0 +1,44 @@
+"""Code the tests run in fresh Python processes: several XLA host devices, several processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+from reference import REPO
+
+
+def run_on_host_devices(script: str, devices: int, timeout: float = 600):
+    """``python -c script`` in the repository on ``devices`` XLA CPU host devices."""
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env["JAX_PLATFORMS"] = "cpu"
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def free_port() -> int:
+    """A localhost TCP port nobody listens on now (for a ``jax.distributed`` coordinator)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_all(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
+    """``(stdout, stderr)`` of every process, in order; one still running after ``timeout``
+    seconds is killed (its return code then says so)."""
+    outputs = []
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=timeout))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outputs.append(p.communicate())
+    return outputs
