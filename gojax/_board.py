@@ -12,8 +12,10 @@ on top, ``P`` = pass):
   one stone of its chain (a representative), and ``liberties[r]`` is the
   number of distinct empty points adjacent to the chain whose representative
   is ``r``. A move merges chains by relabelling, removes captured chains by
-  their labels, and recounts liberties with one scatter-add over empty
-  points: a constant number of O(P) vectorised passes per move, no flood fill.
+  their labels, and updates liberties around the played point (a full
+  recount, one scatter-add over empty points, only after a capture or a
+  suicide): a constant number of O(P) vectorised passes per move, no flood
+  fill.
 * The position hash is a Zobrist hash on two 32-bit lanes (64 bits). Keys are
   combined by addition modulo 2**32 per lane rather than XOR: it is just as
   random, and lets a chain's key sum be computed with one segment-sum, which
@@ -202,6 +204,89 @@ def _histogram_batched(axis_size: int, in_batched, labels: jax.Array):
     counts = jnp.zeros(axis_size * bins, jnp.int16)
     counts = counts.at[flat].add(jnp.int16(1), mode="promise_in_bounds")
     return counts.reshape(axis_size, bins), True
+
+
+def _liberties_after_placing(
+    liberties: jax.Array,
+    board: jax.Array,
+    chain: jax.Array,
+    point: jax.Array,
+    joined: jax.Array,
+    shortened: jax.Array,
+) -> jax.Array:
+    """``[P]`` int16: liberties after a stone at ``point`` that captured nothing.
+
+    Only three kinds of chain change: the new chain through ``point`` (its
+    liberties counted afresh: empty points next to one of its stones), the
+    friendly chains it absorbed (``joined [4]``, their old representatives,
+    ``P`` for none: now 0), and the distinct enemy chains next to ``point``
+    (``shortened [4]``, same convention), which lose that one liberty.
+    ``board`` and ``chain`` are the position after the move.
+    """
+    p = board.shape[-1]
+    size = math.isqrt(p)
+    index = jnp.arange(p, dtype=jnp.int16)
+    absorbed = jnp.any(index[:, None] == joined[None, :], axis=1)
+    lost = jnp.sum(index[:, None] == shortened[None, :], axis=1, dtype=jnp.int16)
+    members = (chain == point).reshape(size, size)
+    next_to = functools.reduce(jnp.logical_or, _shifts(members, False)).reshape(-1)
+    own = jnp.sum((board == EMPTY) & next_to, dtype=jnp.int16)
+    return jnp.where(index == point, own, jnp.where(absorbed, 0, liberties - lost))
+
+
+@jax.custom_batching.custom_vmap
+def _liberties_after_move(liberties, board, chain, point, joined, shortened, recount):
+    """``[P]`` int16: liberties after a move; a full recount if ``recount`` (a capture or a
+    suicide changed more than the neighbourhood), else :func:`_liberties_after_placing`.
+
+    ``point`` is ``P`` for a pass (nothing changes). Batched by
+    :func:`_liberties_after_move_batched`, which recounts only the boards that need it.
+    """
+    size = math.isqrt(board.shape[-1])
+    return jax.lax.cond(
+        recount,
+        lambda: _count_liberties(board, chain, size),
+        lambda: _placed_or_passed(liberties, board, chain, point, joined, shortened),
+    )
+
+
+def _placed_or_passed(liberties, board, chain, point, joined, shortened):
+    placed = _liberties_after_placing(liberties, board, chain, point, joined, shortened)
+    return jnp.where(point == board.shape[-1], liberties, placed)
+
+
+@_liberties_after_move.def_vmap
+def _liberties_after_move_batched(axis_size: int, in_batched, *args):
+    """``[B]`` boards: the incremental update for all, a full recount only where needed.
+
+    A capture or a suicide happens in about 1% of the moves of a search, but in
+    some board of a batch of 256 almost every move, so a per-board choice would
+    recount every board (``vmap`` of a ``cond`` runs both branches). Instead the
+    boards that need it (up to ``B / 8``; all of them past that) are gathered,
+    recounted and written back. A b1c16 Gumbel search at batch 256 on a CPU
+    spent ~8% of its time in the full recount.
+    """
+    args = [
+        a if batched else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+        for a, batched in zip(args, in_batched, strict=True)
+    ]
+    liberties, board, chain, point, joined, shortened, recount = args
+    size = math.isqrt(board.shape[-1])
+    updated = jax.vmap(_placed_or_passed)(liberties, board, chain, point, joined, shortened)
+    count = jax.vmap(functools.partial(_count_liberties, size=size))
+    slots = max(1, axis_size // 8)
+
+    def some():
+        (rows,) = jnp.nonzero(recount, size=slots, fill_value=axis_size)
+        safe = jnp.minimum(rows, axis_size - 1)
+        return updated.at[rows].set(count(board[safe], chain[safe]), mode="drop")
+
+    def every():
+        return jnp.where(recount[:, None], count(board, chain), updated)
+
+    needed = jnp.sum(recount, dtype=jnp.int32)
+    branch = (needed > 0).astype(jnp.int32) + (needed > slots).astype(jnp.int32)
+    return jax.lax.switch(branch, [lambda: updated, some, every]), True
 
 
 def _label_chains(board: jax.Array, size: int) -> jax.Array:
@@ -440,7 +525,17 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
     board = jnp.where(merged, jnp.where(suicide, EMPTY, me), board).astype(jnp.int8)
     chain = jnp.where(merged, point, state.chain)
     chain = jnp.where(board == EMPTY, p, chain).astype(jnp.int16)
-    liberties = _count_liberties(board, chain, size)
+    # Liberties change only around the move unless it removed stones.
+    first = _distinct(*[nb_chain[k] for k in range(4)])
+    liberties = _liberties_after_move(
+        state.liberties,
+        board,
+        chain,
+        jnp.where(is_pass, p, point),
+        jnp.where(joining, nb_chain, p).astype(jnp.int16),
+        jnp.where((nb_color == them) & jnp.stack(first), nb_chain, p).astype(jnp.int16),
+        jnp.any(capturing) | suicide,
+    )
 
     # Simple ko: one stone captured by a lone stone that is left in atari.
     num_captured = jnp.sum(captured, dtype=jnp.int32)

@@ -822,3 +822,44 @@ def test_liberty_counts_agree_single_batched_nested_and_off_cpu(monkeypatch):
     np.testing.assert_array_equal(shared, np.tile(one_by_one[:1], (3, 1)))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # the vmapped scatter
     np.testing.assert_array_equal(jax.vmap(count)(boards, chains), one_by_one)
+
+
+def _random_game_liberties(size: int, rules: str, moves: int):
+    """One random game as a function of its key: per move, whether the incremental
+    liberties equal a full recount, and whether the move removed stones."""
+    from gojax import _board
+
+    def one(key):
+        def step(state, key):
+            legal = gojax.legal_moves(state)
+            points = legal.at[-1].set(False)  # pass only when no point is legal
+            mask = jax.numpy.where(points.any(), points, legal)
+            action = jax.random.categorical(key, jax.numpy.where(mask, 0.0, -jax.numpy.inf))
+            after = gojax.play(state, action)
+            recount = _board._count_liberties(after.board, after.chain, size)
+            removed = jax.numpy.sum(after.captures) > jax.numpy.sum(state.captures)
+            return after, (jax.numpy.all(recount == after.liberties), removed)
+
+        start = gojax.new_game(size, rules=rules)
+        return jax.lax.scan(step, start, jax.random.split(key, moves))[1]
+
+    return one
+
+
+@pytest.mark.parametrize("rules", ["tromp-taylor", "chinese"])
+def test_liberties_after_every_move_equal_a_full_recount(rules):
+    """A move updates liberties around the played point and recounts only the boards where
+    it removed stones (batched: gathered, up to B / 8 of them, else all): every path must
+    give the counts of a full recount, alone, batched and under nested vmap."""
+    size, batch, moves = 7, 32, 98
+    one = _random_game_liberties(size, rules, moves)
+    keys = jax.random.split(jax.random.key(7), batch)
+    exact, removed = jax.jit(jax.vmap(one))(keys)
+    assert np.asarray(exact).all()
+    # Both batched paths were taken: some moves removed stones on 1..B/8 boards, some on more.
+    per_move = np.asarray(removed).sum(axis=0)
+    assert ((per_move >= 1) & (per_move <= batch // 8)).any() and (per_move > batch // 8).any()
+    nested, _ = jax.jit(jax.vmap(jax.vmap(one)))(keys.reshape(4, 8))
+    assert np.asarray(nested).all()
+    alone, removed_alone = jax.jit(one)(keys[0])
+    assert np.asarray(alone).all() and np.asarray(removed_alone).any()
