@@ -117,9 +117,7 @@ def _replay_start(
     fresh = functools.partial(_fresh, like=like)
     states = jax.vmap(fresh)(setup, first, komi, jnp.zeros((games, 2), jnp.int16))
     stones = states.board != 0
-    chain = jnp.where(stones, states.chain, 0).astype(jnp.int32)
-    chain_liberties = jnp.take_along_axis(states.liberties, chain, axis=1)
-    bad_setup = jnp.any(stones & (chain_liberties == 0), axis=1)
+    bad_setup = jnp.any(stones & (states.liberties == 0), axis=1)
     kept = jax.tree.map(lambda x: jnp.zeros((positions,) + x.shape[1:], x.dtype), states)
     return states, kept, bad_setup
 

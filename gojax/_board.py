@@ -9,13 +9,12 @@ Representation (``P = size * size`` points, action ``row * size + col``, row 0
 on top, ``P`` = pass):
 
 * ``board`` holds the stones; ``chain`` labels each stone with the index of
-  one stone of its chain (a representative), and ``liberties[r]`` is the
-  number of distinct empty points adjacent to the chain whose representative
-  is ``r``. A move merges chains by relabelling, removes captured chains by
-  their labels, and updates liberties around the played point (a full
-  recount, one scatter-add over empty points, only after a capture or a
-  suicide): a constant number of O(P) vectorised passes per move, no flood
-  fill.
+  one stone of its chain (a representative), and ``liberties`` gives at each
+  stone the number of distinct empty points adjacent to its chain. A move
+  merges chains by relabelling, removes captured chains by their labels,
+  and updates liberties around the played point (a full recount, one
+  scatter-add over empty points, only after a capture or a suicide): a
+  constant number of O(P) vectorised passes per move, no flood fill.
 * The position hash is a Zobrist hash on two 32-bit lanes (64 bits). Keys are
   combined by addition modulo 2**32 per lane rather than XOR: it is just as
   random, and lets a chain's key sum be computed with one segment-sum, which
@@ -43,6 +42,10 @@ EMPTY = 0
 _OFF_BOARD = 2  # colour value read beyond the edge by neighbour lookups
 _UNUSED_KEY = np.uint32(0xFFFFFFFF)  # fills unused superko slots; sorts last
 RECENT_MOVES = 8  # how many past actions the state remembers
+# A batched move recounts liberties on up to B / RECOUNT_DIVISOR boards at a time (the ones
+# where it removed stones; all of them when more need it): 16 was ~2% faster than 8 or 32
+# in a b1c16 search at batch 256, where ~1% of the moves capture.
+RECOUNT_DIVISOR = 16
 MIN_SIZE, MAX_SIZE = 2, 19
 
 
@@ -57,7 +60,7 @@ class GoState:
 
     board: jax.Array  # [P] int8: +1 black, -1 white, 0 empty
     chain: jax.Array  # [P] int16: representative stone of each stone's chain; P on empty points
-    liberties: jax.Array  # [P] int16: liberties[r] = liberties of the chain represented by r
+    liberties: jax.Array  # [P] int16: liberties of the chain of each stone; 0 on empty points
     to_play: jax.Array  # [] int8: +1 black, -1 white
     ko: jax.Array  # [] int16: point banned by the simple-ko rule, -1 if none
     move_number: jax.Array  # [] int32: moves played so far, passes included
@@ -168,6 +171,12 @@ def _count_liberties(board: jax.Array, chain: jax.Array, size: int) -> jax.Array
     return _histogram(jnp.concatenate(targets))[:p]
 
 
+def _liberties_at(board: jax.Array, chain: jax.Array, size: int) -> jax.Array:
+    """``[P]`` int16: liberties of the chain of each stone, 0 on empty points (a full count)."""
+    counts = _count_liberties(board, chain, size)
+    return jnp.append(counts, jnp.int16(0))[chain]
+
+
 @jax.custom_batching.custom_vmap
 def _histogram(labels: jax.Array) -> jax.Array:
     """``[4 P]`` chain labels (``P`` = none) → ``[P + 1]`` int16: how often each occurs.
@@ -207,35 +216,26 @@ def _histogram_batched(axis_size: int, in_batched, labels: jax.Array):
 
 
 def _liberties_after_placing(
-    liberties: jax.Array,
-    board: jax.Array,
-    chain: jax.Array,
-    point: jax.Array,
-    joined: jax.Array,
-    shortened: jax.Array,
+    liberties: jax.Array, board: jax.Array, chain: jax.Array, point: jax.Array, shortened
 ) -> jax.Array:
     """``[P]`` int16: liberties after a stone at ``point`` that captured nothing.
 
-    Only three kinds of chain change: the new chain through ``point`` (its
-    liberties counted afresh: empty points next to one of its stones), the
-    friendly chains it absorbed (``joined [4]``, their old representatives,
-    ``P`` for none: now 0), and the distinct enemy chains next to ``point``
-    (``shortened [4]``, same convention), which lose that one liberty.
+    Only two chains' counts change: the chain through ``point`` (the stone and
+    the friendly chains it joined; counted afresh: empty points next to one of
+    its stones), and the distinct enemy chains next to ``point`` (``shortened
+    [4]``: their labels, -1 for none), which lose that one liberty.
     ``board`` and ``chain`` are the position after the move.
     """
-    p = board.shape[-1]
-    size = math.isqrt(p)
-    index = jnp.arange(p, dtype=jnp.int16)
-    absorbed = jnp.any(index[:, None] == joined[None, :], axis=1)
-    lost = jnp.sum(index[:, None] == shortened[None, :], axis=1, dtype=jnp.int16)
-    members = (chain == point).reshape(size, size)
-    next_to = functools.reduce(jnp.logical_or, _shifts(members, False)).reshape(-1)
-    own = jnp.sum((board == EMPTY) & next_to, dtype=jnp.int16)
-    return jnp.where(index == point, own, jnp.where(absorbed, 0, liberties - lost))
+    size = math.isqrt(board.shape[-1])
+    members = chain == point
+    lost = jnp.sum(chain[:, None] == shortened[None, :], axis=1, dtype=jnp.int16)
+    next_to = functools.reduce(jnp.logical_or, _shifts(members.reshape(size, size), False))
+    own = jnp.sum((board == EMPTY) & next_to.reshape(-1), dtype=jnp.int16)
+    return jnp.where(members, own, liberties - lost)
 
 
 @jax.custom_batching.custom_vmap
-def _liberties_after_move(liberties, board, chain, point, joined, shortened, recount):
+def _liberties_after_move(liberties, board, chain, point, shortened, recount):
     """``[P]`` int16: liberties after a move; a full recount if ``recount`` (a capture or a
     suicide changed more than the neighbourhood), else :func:`_liberties_after_placing`.
 
@@ -245,13 +245,13 @@ def _liberties_after_move(liberties, board, chain, point, joined, shortened, rec
     size = math.isqrt(board.shape[-1])
     return jax.lax.cond(
         recount,
-        lambda: _count_liberties(board, chain, size),
-        lambda: _placed_or_passed(liberties, board, chain, point, joined, shortened),
+        lambda: _liberties_at(board, chain, size),
+        lambda: _placed_or_passed(liberties, board, chain, point, shortened),
     )
 
 
-def _placed_or_passed(liberties, board, chain, point, joined, shortened):
-    placed = _liberties_after_placing(liberties, board, chain, point, joined, shortened)
+def _placed_or_passed(liberties, board, chain, point, shortened):
+    placed = _liberties_after_placing(liberties, board, chain, point, shortened)
     return jnp.where(point == board.shape[-1], liberties, placed)
 
 
@@ -262,7 +262,7 @@ def _liberties_after_move_batched(axis_size: int, in_batched, *args):
     A capture or a suicide happens in about 1% of the moves of a search, but in
     some board of a batch of 256 almost every move, so a per-board choice would
     recount every board (``vmap`` of a ``cond`` runs both branches). Instead the
-    boards that need it (up to ``B / 8``; all of them past that) are gathered,
+    boards that need it (up to ``B / RECOUNT_DIVISOR``; all of them past that) are gathered,
     recounted and written back. A b1c16 Gumbel search at batch 256 on a CPU
     spent ~8% of its time in the full recount.
     """
@@ -270,11 +270,11 @@ def _liberties_after_move_batched(axis_size: int, in_batched, *args):
         a if batched else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
         for a, batched in zip(args, in_batched, strict=True)
     ]
-    liberties, board, chain, point, joined, shortened, recount = args
+    liberties, board, chain, point, shortened, recount = args
     size = math.isqrt(board.shape[-1])
-    updated = jax.vmap(_placed_or_passed)(liberties, board, chain, point, joined, shortened)
-    count = jax.vmap(functools.partial(_count_liberties, size=size))
-    slots = max(1, axis_size // 8)
+    updated = jax.vmap(_placed_or_passed)(liberties, board, chain, point, shortened)
+    count = jax.vmap(functools.partial(_liberties_at, size=size))
+    slots = max(1, axis_size // RECOUNT_DIVISOR)
 
     def some():
         (rows,) = jnp.nonzero(recount, size=slots, fill_value=axis_size)
@@ -471,7 +471,7 @@ def set_board(state: GoState, board: jax.Array) -> GoState:
     return state.replace(
         board=board,
         chain=chain,
-        liberties=_count_liberties(board, chain, size),
+        liberties=_liberties_at(board, chain, size),
         ko=jnp.asarray(-1, jnp.int16),
         zobrist=zobrist,
         superko_keys=keys,
@@ -500,7 +500,7 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
     nbrs = jnp.asarray(neighbor_table(size))[point]  # [4]
     nb_color = jnp.append(state.board, jnp.int8(_OFF_BOARD))[nbrs]
     nb_chain = jnp.append(state.chain, jnp.int16(p))[nbrs]
-    nb_libs = jnp.append(state.liberties, jnp.int16(0))[nb_chain]
+    nb_libs = jnp.append(state.liberties, jnp.int16(0))[nbrs]
     capturing = (nb_color == them) & (nb_libs == 1) & ~is_pass  # [4]
     joining = (nb_color == me) & ~is_pass  # [4]
     # No liberty left after the move: nothing captured, no empty neighbour, and
@@ -532,8 +532,7 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
         board,
         chain,
         jnp.where(is_pass, p, point),
-        jnp.where(joining, nb_chain, p).astype(jnp.int16),
-        jnp.where((nb_color == them) & jnp.stack(first), nb_chain, p).astype(jnp.int16),
+        jnp.where((nb_color == them) & jnp.stack(first), nb_chain, -1).astype(jnp.int16),
         jnp.any(capturing) | suicide,
     )
 
@@ -610,9 +609,8 @@ def legal_moves(state: GoState, *, superko: bool = True) -> jax.Array:
     them = -me
 
     board = state.board.reshape(size, size)
-    libs_at = jnp.append(state.liberties, jnp.int16(0))[state.chain].reshape(size, size)
     nb_color = _shifts(board, _OFF_BOARD)
-    nb_libs = _shifts(libs_at, 0)
+    nb_libs = _shifts(state.liberties.reshape(size, size), 0)
     has_empty = safe_join = captures = has_mine = False
     for color, libs in zip(nb_color, nb_libs, strict=True):
         has_empty = has_empty | (color == EMPTY)

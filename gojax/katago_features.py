@@ -58,7 +58,7 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     pla = state.to_play
     opp = -pla
     board = state.board
-    libs = jnp.append(state.liberties, jnp.int16(0))[state.chain]
+    libs = state.liberties
     stones = board != 0
     # KataGo still shows bans in a finished game (a raw evaluation after two passes).
     live = state.replace(terminated=jnp.asarray(False))
