@@ -64,8 +64,9 @@ counts, ko point) and its candidate list (a point mask plus one explicit last
 candidate) in a stack of ``D = size*size*3//2`` entries: about
 ``6 * D * size * size`` bytes, 1.2 MB per board on 19x19 (a batch of 64 needs
 about 75 MB). Chains are labelled incrementally (a move relabels what it joins
-and removes what it captures) and liberties are recounted with one scatter-add
-per move, so an iteration is a fixed number of O(P) vector operations with no
+and removes what it captures) and liberties are updated around the move as
+``gojax._board.play`` does (a full recount, one scatter-add, only after a
+capture), so an iteration is a fixed number of O(P) vector operations with no
 flood fill.
 """
 
@@ -77,7 +78,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gojax._board import neighbor_table
+from gojax._board import _liberties_after_move, neighbor_table
 
 LADDER_SEARCH_BUDGET = 25_000  # KataGo's MAX_LADDER_SEARCH_NODE_BUDGET (moves per search)
 _OFF = 2  # colour read beyond the edge
@@ -179,6 +180,12 @@ class _Position(NamedTuple):
     ko: jax.Array  # [] int32: simple-ko point, -1 if none
 
 
+def _distinct_labels(labels: jax.Array) -> jax.Array:
+    """``[4]`` labels → ``[4]`` bool: the label differs from every label before it."""
+    earlier = jnp.arange(4)[:, None] > jnp.arange(4)[None, :]
+    return ~jnp.any(earlier & (labels[:, None] == labels[None, :]), axis=1)
+
+
 def _at(x: jax.Array, points: jax.Array, fill) -> jax.Array:
     """``x[points]`` with ``fill`` where a point is ``P`` (off the board)."""
     return jnp.append(x, jnp.asarray(fill, x.dtype))[points]
@@ -206,7 +213,12 @@ def _play(pos: _Position, move: jax.Array, colour: jax.Array, size: int) -> _Pos
     board = jnp.where(here, colour, board).astype(jnp.int8)
     chain = jnp.where(joined, move, chain)
     chain = jnp.where(board == 0, p, chain).astype(jnp.int16)
-    libs = _liberties(board, chain, size)
+    # Liberties change only around the move unless it captured (gojax._board's update).
+    first = _distinct_labels(nb_chain)
+    shortened = jnp.where((nb_colour == -colour) & first, nb_chain, -1).astype(jnp.int16)
+    libs = _liberties_after_move(
+        pos.libs, board, chain, move.astype(jnp.int32), shortened, jnp.any(captured)
+    )
     lone = ~jnp.any(nb_colour == colour)
     ko = jnp.where(
         (jnp.sum(captured) == 1) & lone & (libs[move] == 1),
