@@ -78,7 +78,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gojax._board import _liberties_after_move, neighbor_table
+from gojax._board import _distinct, _liberties_after_move, neighbor_table
 
 LADDER_SEARCH_BUDGET = 25_000  # KataGo's MAX_LADDER_SEARCH_NODE_BUDGET (moves per search)
 _OFF = 2  # colour read beyond the edge
@@ -180,12 +180,6 @@ class _Position(NamedTuple):
     ko: jax.Array  # [] int32: simple-ko point, -1 if none
 
 
-def _distinct_labels(labels: jax.Array) -> jax.Array:
-    """``[4]`` labels → ``[4]`` bool: the label differs from every label before it."""
-    earlier = jnp.arange(4)[:, None] > jnp.arange(4)[None, :]
-    return ~jnp.any(earlier & (labels[:, None] == labels[None, :]), axis=1)
-
-
 def _at(x: jax.Array, points: jax.Array, fill) -> jax.Array:
     """``x[points]`` with ``fill`` where a point is ``P`` (off the board)."""
     return jnp.append(x, jnp.asarray(fill, x.dtype))[points]
@@ -214,7 +208,7 @@ def _play(pos: _Position, move: jax.Array, colour: jax.Array, size: int) -> _Pos
     chain = jnp.where(joined, move, chain)
     chain = jnp.where(board == 0, p, chain).astype(jnp.int16)
     # Liberties change only around the move unless it captured (gojax._board's update).
-    first = _distinct_labels(nb_chain)
+    first = jnp.stack(_distinct(*[nb_chain[k] for k in range(4)]))
     shortened = jnp.where((nb_colour == -colour) & first, nb_chain, -1).astype(jnp.int16)
     libs = _liberties_after_move(
         pos.libs, board, chain, move.astype(jnp.int32), shortened, jnp.any(captured)
