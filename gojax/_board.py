@@ -368,7 +368,9 @@ def _contains(keys: jax.Array, count: jax.Array, queries: jax.Array) -> jax.Arra
     h = keys.shape[0]
     if h == 0:
         return jnp.zeros(queries.shape[0], bool)
-    width = max(8, 1 << round(math.log2(math.sqrt(h))))
+    # About sqrt(H) keys a bucket, but 8 for short tables: a 9x9 game's 163 keys took
+    # 10-15% less time with 8 than with 16 (B=256), while 13x13 and 19x19 are slower at 8.
+    width = 8 if h < 256 else max(8, 1 << round(math.log2(math.sqrt(h))))
     buckets = -(-h // width)
     pad = (buckets + 1) * width - h  # whole buckets, plus an empty one after the last
     padded = jnp.concatenate([keys, jnp.full((pad, 2), _UNUSED_KEY, jnp.uint32)])
