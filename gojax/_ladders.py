@@ -78,7 +78,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gojax._board import _distinct, _liberties_after_move, neighbor_table
+from gojax._board import (
+    _distinct,
+    _label_chains,
+    _liberties_after_move,
+    _liberties_at,
+    neighbor_table,
+)
 
 LADDER_SEARCH_BUDGET = 25_000  # KataGo's MAX_LADDER_SEARCH_NODE_BUDGET (moves per search)
 _OFF = 2  # colour read beyond the edge
@@ -107,55 +113,6 @@ def _dilate(mask: jax.Array, size: int) -> jax.Array:
     """``[P]`` bool → ``[P]`` bool: points with a 4-neighbour in ``mask``."""
     up, down, left, right = _neighbours(mask, False, size)
     return up | down | left | right
-
-
-def _liberties(board: jax.Array, chain: jax.Array, size: int) -> jax.Array:
-    """``[P]`` int16: liberties of the chain of each stone (0 on empty points).
-
-    ``chain`` labels stones with any point index of their chain and empty
-    points with ``P``. Each empty point adds one to every distinct chain next
-    to it: one scatter-add of ``4 P`` updates instead of a flood fill.
-    """
-    p = size * size
-    empty = board == 0
-    up, down, left, right = _neighbours(chain.astype(jnp.int32), p, size)
-    firsts = (
-        up != p,
-        (down != p) & (down != up),
-        (left != p) & (left != up) & (left != down),
-        (right != p) & (right != up) & (right != down) & (right != left),
-    )
-    targets = jnp.concatenate(
-        [
-            jnp.where(empty & first, label, p)
-            for label, first in zip((up, down, left, right), firsts, strict=True)
-        ]
-    )
-    counts = jnp.zeros(p + 1, jnp.int32).at[targets].add(1, mode="promise_in_bounds")
-    return jnp.where(board != 0, counts[chain.astype(jnp.int32)], 0).astype(jnp.int16)
-
-
-def _label_chains(board: jax.Array, size: int) -> jax.Array:
-    """``[P]`` int16: each stone labelled with the lowest point index of its chain; ``P`` if empty.
-
-    Label propagation to a fixed point; run once per scanned board.
-    """
-    p = size * size
-    start = jnp.where(board != 0, jnp.arange(p, dtype=jnp.int32), p)
-    colours = _neighbours(board, _OFF, size)
-
-    def step(labels):
-        best = labels
-        for colour, label in zip(colours, _neighbours(labels, p, size), strict=True):
-            best = jnp.minimum(best, jnp.where(colour == board, label, p))
-        return jnp.where(board != 0, best, p)
-
-    labels, _ = jax.lax.while_loop(
-        lambda carry: jnp.any(carry[0] != carry[1]),
-        lambda carry: (step(carry[0]), carry[0]),
-        (step(start), start),
-    )
-    return labels.astype(jnp.int16)
 
 
 def _legal(board, libs, colour, ko, size: int) -> jax.Array:
@@ -390,7 +347,7 @@ def _ladder_features(
     to_play = jnp.asarray(to_play, jnp.int8)
 
     label0 = _label_chains(board, size)
-    root = _Position(board, label0, _liberties(board, label0, size), ko)
+    root = _Position(board, label0, _liberties_at(board, label0, size), ko)
     libs0 = root.libs.astype(jnp.int32)
     scanned = (board != 0) & ((libs0 == 1) | (libs0 == 2)) & (label0 == idx)
 
