@@ -705,6 +705,17 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         ckpt.save(step, state, extra=extra, config=config_json, force=force)
 
     guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
+
+    def evaluate_now() -> list[dict[str, Any]] | None:
+        """The chief evaluates the current net and records it; returns its rows (None
+        elsewhere). Every process takes part in gathering the parameters (a collective)."""
+        variables = _host_variables(state)
+        if not chief:
+            return None
+        rows = evaluate(config, state, jax.random.fold_in(key_eval, step), workdir, variables)
+        metrics_out.write(_eval_record(rows, step))
+        return rows
+
     metrics_out = _Metrics(workdir, enabled=chief)
     start = time.perf_counter()
     deadline = start + 60.0 * t.max_minutes if t.max_minutes else math.inf
@@ -808,11 +819,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 metrics_out.plot()
             every = config.eval.every_iterations
             if every and config.eval.num_games and counters["iteration"] % every == 0:
-                variables = _host_variables(state)  # a collective: every process gathers
-                if chief:
-                    eval_key = jax.random.fold_in(key_eval, step)
-                    rows = evaluate(config, state, eval_key, workdir, variables=variables)
-                    metrics_out.write(_eval_record(rows, step))
+                evaluate_now()
             guard.check()
         stopped = "total_steps" if step >= t.total_steps else "max_minutes"
         save(True)
@@ -821,13 +828,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         guard.uninstall()
         if bar is not None:
             bar.close()
-    rows = None
-    if config.eval.num_games > 0:
-        variables = _host_variables(state)  # a collective: every process gathers
-        if chief:
-            eval_key = jax.random.fold_in(key_eval, step)
-            rows = evaluate(config, state, eval_key, workdir, variables=variables)
-            metrics_out.write(_eval_record(rows, step))
+    rows = evaluate_now() if config.eval.num_games > 0 else None
     metrics_out.plot()
     metrics_out.close()
     ckpt.close()
