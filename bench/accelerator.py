@@ -11,23 +11,30 @@ goes on, so one call always yields a table):
    ``reference/katago/rules_games.jsonl``, and the network against KataGo's
    numbers on a sample of ``positions.jsonl`` (when the reference is found;
    ``GOJAX_REFERENCE`` or ``../shared/reference``);
-3. board: random-legal-move playouts, chinese and tromp-taylor, 9x9 and
-   19x19, batches up to 32768 (``bench/board.py``'s method, one draw per game);
-4. network: evaluations/s and achieved TFLOP/s of a KataGo b10c128 net at a
-   large batch in float32 and bfloat16;
+3. network: evaluations/s and achieved TFLOP/s of a KataGo b10c128 net at
+   large batches in float32 and bfloat16, against an 8192^3 matmul in the same
+   dtype measured in the same run;
+4. board: random-legal-move playouts, chinese and tromp-taylor, 9x9 and
+   19x19, batches up to 32768 (``bench/board.py``'s method, one draw per game),
+   and pgx's playouts at the same sizes when pgx is installed;
 5. search: Gumbel simulations/s (AlphaGo Zero's 20-block net, 32 simulations);
 6. training: self-play moves/s and learner samples/s of the
    ``configs/go19_b10c128.py`` recipe, shortened to a few iterations.
 
 Everything goes into the folder given by ``--out``: ``log.txt`` (the full
-output), ``results.json``; the last line printed is one JSON object.
+output), ``results.json`` (rewritten after every section, so a run cut short
+keeps what it measured); the last line printed is one JSON object.
+``--budget SECONDS`` skips the sections that would start after that many
+seconds, for a lease that ends at a known time.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import functools
 import json
+import math
 import os
 import platform
 import sys
@@ -47,6 +54,9 @@ from _timing import best_time  # noqa: E402
 
 import gojax  # noqa: E402
 from gojax import nn as gnn  # noqa: E402
+from gojax._atomic import write_atomic  # noqa: E402
+
+RULES = ("chinese", "tromp-taylor")
 
 
 def _reference() -> Path | None:
@@ -73,7 +83,7 @@ def section_correctness(smoke: bool) -> dict:
     if reference is None:
         print("  reference data not found: skipped (set GOJAX_REFERENCE)")
         return {"skipped": "no reference data"}
-    games = 3 if smoke else 20
+    games = 3 if smoke else 8
     problems = 0
     checked = 0
     for number, game in read_games(reference / "katago" / "rules_games.jsonl"):
@@ -110,50 +120,108 @@ def section_correctness(smoke: bool) -> dict:
 def section_board(smoke: bool) -> dict:
     board_bench._random_actions = board_bench.SAMPLERS["index"]
     grid = [(9, 64, 8), (19, 16, 8)] if smoke else [
-        (9, 1024, 64), (9, 8192, 32), (9, 32768, 16),
-        (19, 256, 32), (19, 4096, 16), (19, 32768, 8),
+        (9, 1024, 64), (9, 32768, 32), (19, 1024, 32), (19, 8192, 16), (19, 32768, 16),
     ]  # fmt: skip
+    try:
+        import pgx  # noqa: F401  (the peer, measured in the same run when installed)
+
+        with_pgx = True
+    except ImportError:
+        print("  pgx is not installed: gojax alone")
+        with_pgx = False
     rows = []
     for size, batch, moves in grid:
         row = {"size": size, "batch": batch}
-        for rules in ("chinese", "tromp-taylor"):
-            fresh, step, _ = board_bench.gojax_engine(size, rules, batch)
-            row[rules] = board_bench.steps_per_second(fresh, step, batch, moves, repeats=2)
-        print(
-            f"  {size}x{size} B={batch}: chinese {row['chinese']:,.0f} steps/s, "
-            f"tromp-taylor {row['tromp-taylor']:,.0f}",
-            flush=True,
-        )
+        engines = {rules: board_bench.gojax_engine(size, rules, batch) for rules in RULES}
+        if with_pgx:
+            engines["pgx"] = board_bench.pgx_engine(size, batch)
+        for name, (fresh, step, _) in engines.items():
+            row[name] = board_bench.steps_per_second(fresh, step, batch, moves, repeats=2)
+        text = f"  {size}x{size} B={batch}: chinese {row['chinese']:,.0f} steps/s, "
+        text += f"tromp-taylor {row['tromp-taylor']:,.0f}"
+        if with_pgx:
+            row["chinese/pgx"] = row["chinese"] / row["pgx"]
+            text += f", pgx {row['pgx']:,.0f} (chinese/pgx {row['chinese/pgx']:.2f}x)"
+        print(text, flush=True)
         rows.append(row)
-    return {"rows": rows}
+    return {"sampler": "index (one uniform draw per game, both engines)", "rows": rows}
+
+
+def _product_flops(fn, *args) -> float:
+    """FLOPs of the convolutions and matrix products in ``fn(*args)``, counted on its
+    jaxpr (2 per multiply-add). XLA's cost analysis counts convolutions on a CPU but
+    not on a GPU, where they are cuDNN calls it cannot see into."""
+
+    def count(jaxpr) -> float:
+        total = 0.0
+        for eqn in jaxpr.eqns:
+            out = eqn.outvars[0].aval
+            if eqn.primitive.name == "conv_general_dilated":
+                rhs = eqn.invars[1].aval
+                out_features = rhs.shape[eqn.params["dimension_numbers"].rhs_spec[0]]
+                total += 2.0 * math.prod(out.shape) * math.prod(rhs.shape) / out_features
+            elif eqn.primitive.name == "dot_general":
+                (contract, _), _ = eqn.params["dimension_numbers"]
+                lhs = eqn.invars[0].aval
+                total += 2.0 * math.prod(out.shape) * math.prod(lhs.shape[d] for d in contract)
+            for sub in _sub_jaxprs(eqn.params.values()):
+                total += count(sub)
+        return total
+
+    def _sub_jaxprs(values):
+        for value in values:
+            if isinstance(value, list | tuple):
+                yield from _sub_jaxprs(value)
+            elif hasattr(value, "eqns"):  # a Jaxpr
+                yield value
+            elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):  # a ClosedJaxpr
+                yield value.jaxpr
+
+    return count(jax.make_jaxpr(fn)(*args).jaxpr)
+
+
+def _matmul_peak(dtype, n: int) -> float:
+    """TFLOP/s of one n x n x n product in ``dtype`` at JAX's default precision: the
+    ceiling the network's rate is compared with, measured in the same run."""
+    a = jax.random.normal(jax.random.key(3), (n, n), jnp.float32).astype(dtype)
+    b = jax.random.normal(jax.random.key(4), (n, n), jnp.float32).astype(dtype)
+    seconds = best_time(jax.jit(jnp.dot), a, b, repeats=5)
+    return 2 * n**3 / seconds / 1e12
 
 
 def section_network(smoke: bool) -> dict:
-    preset, size, batch = ("tiny", 9, 8) if smoke else ("b10c128", 19, 1024)
-    rows = []
+    if smoke:
+        preset, size, batches, n = "tiny", 9, (8,), 512
+    else:
+        preset, size, batches, n = "b10c128", 19, (1024, 4096), 8192
+    rows, peaks = [], {}
     for dtype in (jnp.float32, jnp.bfloat16):
+        name = jnp.dtype(dtype).name
+        peaks[name] = _matmul_peak(dtype, n)
+        print(f"  matmul {n}^3 {name}: {peaks[name]:.3g} TFLOP/s", flush=True)
         net = gnn.PRESETS[preset](dtype=dtype)
-        spatial, global_ = gnn.example_inputs(net, batch, size)
-        variables = net.init(jax.random.key(0), spatial[:1], global_[:1])
-        apply = jax.jit(functools.partial(net.apply, train=False))
-        cost = apply.lower(variables, spatial, global_).compile().cost_analysis()
-        cost = cost[0] if isinstance(cost, list | tuple) else cost
-        flops = float(cost.get("flops", float("nan"))) if cost else float("nan")
-        seconds = best_time(apply, variables, spatial, global_, repeats=3)
-        row = {
-            "net": preset,
-            "dtype": jnp.dtype(dtype).name,
-            "batch": batch,
-            "evals_per_s": batch / seconds,
-            "tflops": flops / seconds / 1e12,
-        }
-        print(
-            f"  {preset} {row['dtype']} B={batch}: {row['evals_per_s']:,.0f} evals/s, "
-            f"{row['tflops']:.2f} TFLOP/s",
-            flush=True,
-        )
-        rows.append(row)
-    return {"rows": rows}
+        for batch in batches:
+            spatial, global_ = gnn.example_inputs(net, batch, size)
+            variables = net.init(jax.random.key(0), spatial[:1], global_[:1])
+            apply = jax.jit(functools.partial(net.apply, train=False))
+            flops = _product_flops(apply, variables, spatial, global_)
+            seconds = best_time(apply, variables, spatial, global_, repeats=5)
+            row = {
+                "net": preset,
+                "dtype": name,
+                "batch": batch,
+                "evals_per_s": batch / seconds,
+                "gflop_per_eval": flops / batch / 1e9,
+                "tflops": flops / seconds / 1e12,
+            }
+            row["fraction_of_matmul"] = row["tflops"] / peaks[name]
+            print(
+                f"  {preset} {name} {size}x{size} B={batch}: {row['evals_per_s']:,.0f} evals/s, "
+                f"{row['tflops']:.3g} TFLOP/s ({row['fraction_of_matmul']:.0%} of the matmul)",
+                flush=True,
+            )
+            rows.append(row)
+    return {"matmul_tflops": peaks, "rows": rows}
 
 
 def section_search(smoke: bool) -> dict:
@@ -197,10 +265,11 @@ def section_training(smoke: bool) -> dict:
             "--config.selfplay.num_games=128", "--config.board.max_moves=16",
             "--config.selfplay.num_simulations=32", "--config.selfplay.fast_simulations=8",
             "--config.replay.min_size=1024", "--config.learner.batch_size=256",
-            "--config.train.total_steps=32", "--config.train.updates_per_iteration=16",
+            "--config.train.total_steps=16", "--config.train.updates_per_iteration=8",
+            "--config.train.checkpoint_every=1000000",
         ]  # fmt: skip
     overrides += [
-        "--config.train.progress=false", "--config.eval.num_games=0",
+        f"--config.train.progress={'false' if smoke else 'true'}", "--config.eval.num_games=0",
         "--config.train.sgf_games=0", "--config.train.plot_every=0",
     ]  # fmt: skip
     apply_overrides(config, overrides)
@@ -228,8 +297,8 @@ def section_training(smoke: bool) -> dict:
 SECTIONS = [
     ("devices", section_devices),
     ("correctness", section_correctness),
-    ("board", section_board),
     ("network", section_network),
+    ("board", section_board),
     ("search", section_search),
     ("training", section_training),
 ]
@@ -253,7 +322,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true", help="small sizes, for a CPU")
     parser.add_argument("--out", default="accelerator-logs", help="folder for logs and JSON")
-    parser.add_argument("--only", nargs="*", help="run only these sections")
+    parser.add_argument("--only", nargs="*", help="run only these sections, in this order")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        help="seconds: sections that would start after this are skipped (a lease's end)",
+    )
+    parser.add_argument(
+        "--stack-dump",
+        type=float,
+        metavar="SECONDS",
+        help="write every thread's stack to log.txt each SECONDS a section runs (for a hang)",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -265,12 +345,22 @@ def main() -> int:
         f"gojax accelerator check: {platform.node()}, jax {jax.__version__}, "
         f"{'smoke' if args.smoke else 'full'} run, {time.strftime('%Y-%m-%d %H:%M:%S')}"
     )
+    began = time.perf_counter()
     results, table = {}, []
-    for name, fn in SECTIONS:
-        if args.only and name not in args.only:
+    sections = dict(SECTIONS)
+    unknown = sorted(set(args.only or ()) - set(sections))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(sections)}")
+    for name in args.only or sections:
+        fn = sections[name]
+        if args.budget is not None and time.perf_counter() - began > args.budget:
+            results[name] = {"skipped": f"past the {args.budget:.0f} s budget"}
+            table.append((name, "SKIPPED", 0.0))
             continue
         print(f"[{name}]", flush=True)
         start = time.perf_counter()
+        if args.stack_dump:
+            faulthandler.dump_traceback_later(args.stack_dump, repeat=True, file=log)
         try:
             results[name] = fn(args.smoke)
             status = "ok" if results[name].get("ok", True) else "FAILED CHECK"
@@ -278,18 +368,22 @@ def main() -> int:
             traceback.print_exc()
             results[name] = {"error": f"{type(err).__name__}: {err}"}
             status = "ERROR"
+        faulthandler.cancel_dump_traceback_later()
         seconds = time.perf_counter() - start
         results[name]["seconds"] = seconds
         table.append((name, status, seconds))
+        # After every section, so a run cut short still leaves what it measured.
+        line = json.dumps({"benchmark": "accelerator", "smoke": args.smoke, **results})
+        write_atomic(out / "results.json", line + "\n")
 
     print()
     print(f"{'section':<13}{'status':<14}{'seconds':>8}")
     for name, status, seconds in table:
         print(f"{name:<13}{status:<14}{seconds:>8.1f}")
     line = json.dumps({"benchmark": "accelerator", "smoke": args.smoke, **results})
-    (out / "results.json").write_text(line + "\n", encoding="utf-8")
+    write_atomic(out / "results.json", line + "\n")
     print(line)
-    failed = any(status != "ok" for _, status, _ in table)
+    failed = any(status not in ("ok", "SKIPPED") for _, status, _ in table)
     return 1 if failed else 0
 
 

@@ -48,3 +48,39 @@ def test_net_bench_rows_compare_with_their_own_matmul():
     # The fraction is the row's own achieved rate over the matmul timed right after it.
     assert row["fraction_of_matmul"] == pytest.approx(row["net_gflops"] / row["matmul_gflops"])
     assert row["features_per_s"] > 0 and row["evaluate_per_s"] > 0
+
+
+def test_accelerator_bench_counts_convolution_and_matmul_flops():
+    """The accelerator script counts FLOPs on the jaxpr (XLA's GPU cost analysis misses
+    cuDNN convolutions): 2 per multiply-add, nested jits and grouped convolutions included."""
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from accelerator import _product_flops
+
+    def conv(x, w, groups=1):
+        dims = ("NHWC", "HWIO", "NHWC")
+        return jax.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=dims, feature_group_count=groups
+        )
+
+    @jax.jit
+    def head(h, m):
+        return h.reshape(h.shape[0], -1) @ m
+
+    def net(x, w, w_grouped, m):
+        h = conv(x, w)
+        h = conv(h, w_grouped, groups=2)
+        return head(h, m)
+
+    x = jnp.ones((2, 19, 19, 8))
+    w, w_grouped = jnp.ones((3, 3, 8, 16)), jnp.ones((3, 3, 8, 16))
+    m = jnp.ones((19 * 19 * 16, 5))
+    outputs = 2 * 19 * 19 * 16
+    expected = 2 * outputs * 3 * 3 * 8 + 2 * outputs * 3 * 3 * 8 + 2 * (2 * 5) * (19 * 19 * 16)
+    assert _product_flops(net, x, w, w_grouped, m) == expected
+    # Each grouped filter reads half the channels: half the work of a full one.
+    assert _product_flops(lambda x, w: conv(x, w, groups=2), x, jnp.ones((3, 3, 4, 16))) == (
+        2 * outputs * 3 * 3 * 4
+    )

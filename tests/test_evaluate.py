@@ -87,6 +87,29 @@ def test_verify_net_matches_katago_and_catches_differences(tmp_path):
     assert check.legal_disagreements == [expected]
 
 
+def test_verify_net_evaluates_in_full_float32_precision(tmp_path, monkeypatch):
+    """GPUs run float32 convolutions in TF32 by default, which moved the KataGo net's
+    ownership past the check's tolerance on an H200: the check asks for full products."""
+    import gojax._verify_net as verify
+
+    seen, real_evaluator = [], verify.make_evaluator
+
+    def recording_evaluator(*args, **kwargs):
+        run = real_evaluator(*args, **kwargs)
+
+        def wrapped(variables, states):
+            seen.append(jax.config.jax_default_matmul_precision)
+            return run(variables, states)
+
+        return wrapped
+
+    monkeypatch.setattr(verify, "make_evaluator", recording_evaluator, raising=True)
+    record = next(r for r in positions().values() if r["size"] == 9)
+    check = verify_net_file(model(), write_positions(tmp_path / "one.jsonl", [record]))
+    assert check.ok and seen == ["highest"]
+    assert jax.config.jax_default_matmul_precision != "highest"  # restored afterwards
+
+
 @pytest.mark.slow
 def test_verify_net_cli_on_every_reference_position(capsys, monkeypatch):
     monkeypatch.setenv("GOJAX_CACHE", "")
