@@ -333,132 +333,52 @@ class _Loop(NamedTuple):
     working: jax.Array  # [P] bool: working first moves against opponent chains
 
 
-def _ladder_features(
-    board: jax.Array, ko: jax.Array, to_play: jax.Array, budget: jax.Array | int
-) -> tuple[jax.Array, jax.Array]:
-    """:func:`ladder_features` with the node budget as an argument (may be traced; tests use
-    small budgets to exercise aborts)."""
+class _Root(NamedTuple):
+    """What one board's scan reads throughout: the scanned position and its chains."""
+
+    board: jax.Array  # [P] int8
+    label: jax.Array  # [P] int16: chain labels (the chain's lowest point; P on empty points)
+    libs: jax.Array  # [P] int16: liberties of each stone's chain, 0 on empty points
+    ko: jax.Array  # [] int32: simple-ko point, -1 if none
+    to_play: jax.Array  # [] int8
+    scanned: jax.Array  # [P] bool: lowest point of each chain with 1 or 2 liberties
+    budget: jax.Array  # [] int32: moves per search before it gives up
+
+    @property
+    def size(self) -> int:
+        return math.isqrt(self.board.shape[-1])
+
+
+def _root(board, ko, to_play, budget) -> _Root:
     size = math.isqrt(board.shape[-1])
-    p = size * size
-    depth_cap = stack_limit(size)  # nodes at depth >= this are leaves: never stored
-    idx = jnp.arange(p)
     board = jnp.asarray(board, jnp.int8)
-    ko = jnp.asarray(ko, jnp.int32)
-    to_play = jnp.asarray(to_play, jnp.int8)
+    label = _label_chains(board, size)
+    libs = _liberties_at(board, label, size)
+    counts = libs.astype(jnp.int32)
+    scanned = (board != 0) & ((counts == 1) | (counts == 2)) & (label == jnp.arange(size * size))
+    return _Root(
+        board,
+        label,
+        libs,
+        jnp.asarray(ko, jnp.int32),
+        jnp.asarray(to_play, jnp.int8),
+        scanned,
+        jnp.asarray(budget, jnp.int32),
+    )
 
-    label0 = _label_chains(board, size)
-    root = _Position(board, label0, _liberties_at(board, label0, size), ko)
-    libs0 = root.libs.astype(jnp.int32)
-    scanned = (board != 0) & ((libs0 == 1) | (libs0 == 2)) & (label0 == idx)
 
-    def next_rep(after):
-        left = scanned & (idx > after)
-        return jnp.where(jnp.any(left), jnp.argmax(left), p).astype(jnp.int32)
+def _next_rep(root: _Root, after: jax.Array) -> jax.Array:
+    """The next chain to solve after point ``after``: its lowest point, or P when none is left."""
+    p = root.board.shape[-1]
+    left = root.scanned & (jnp.arange(p) > after)
+    return jnp.where(jnp.any(left), jnp.argmax(left), p).astype(jnp.int32)
 
-    def body(s: _Loop) -> _Loop:
-        loc = jnp.minimum(s.rep, p - 1)
-        defender = board[loc]
-        attacker = -defender
-        two_libs = libs0[loc] == 2
-        chain_libs = (_dilate(label0 == loc, size)) & (board == 0)
-        first_move = jnp.where(
-            two_libs,
-            jnp.where(s.sub == 0, jnp.argmax(chain_libs), p - 1 - jnp.argmax(chain_libs[::-1])),
-            p,
-        ).astype(jnp.int32)
 
-        # 1. Pop a resolved node into its parent (a cutoff resolves the parent too).
-        popping = ~s.start & s.done
-        finished = popping & (s.depth == 0)
-        up = popping & (s.depth > 0)
-        depth = jnp.where(up, s.depth - 1, s.depth)
-        is_defender = depth % 2 == 0
-        done = jnp.where(up, jnp.where(is_defender, ~s.value, s.value), s.done)
-        expanding = ~s.start & ~done
-
-        # 2. The position to move from: the stacked node, or the scanned board
-        # (with the ko point unless an aborted search cleared it) for a new search.
-        slot = jnp.clip(depth, 0, depth_cap - 1)
-        base = _Position(
-            jnp.where(s.start, board, s.boards[slot]),
-            jnp.where(s.start, label0, s.chains[slot]),
-            jnp.where(s.start, root.libs, s.libs[slot]),
-            jnp.where(s.start, jnp.where(s.ko_active, ko, -1), s.kos[slot]),
-        )
-        mover = jnp.where(s.start | ~is_defender, attacker, defender)
-        legal = _legal(base.board, base.libs, mover, base.ko, size)
-        cursor, in_tail, tail = s.cursors[slot], s.in_tail[slot], s.tails[slot]
-        listed = s.masks[slot] & legal & (idx > cursor) & ~in_tail
-        from_mask = jnp.any(listed)
-        tail_ok = ~in_tail & (tail >= 0) & legal[jnp.clip(tail, 0, p - 1)]
-        picked = jnp.where(from_mask, jnp.argmax(listed), jnp.where(tail_ok, tail, -1))
-        exhausted = expanding & (picked < 0)
-        first_ok = (first_move == p) | legal[jnp.minimum(first_move, p - 1)]
-        move = jnp.where(s.start, first_move, picked)
-        plays = jnp.where(s.start, first_ok & (first_move < p), expanding & ~exhausted)
-        played = _play(base, jnp.clip(move, 0, p - 1), mover, size)
-        child = jax.tree.map(lambda new, old: jnp.where(plays, new, old), played, base)
-        # KataGo clears the ko point at the root of every defender-first search.
-        child = child._replace(ko=jnp.where(s.start, -1, child.ko))
-        moved = expanding & ~exhausted
-        count = jnp.where(s.start, 0, s.count + moved)
-        child_depth = jnp.where(s.start, 0, depth + 1)
-        node = _evaluate(child, loc, defender, child_depth, size)
-        aborted = moved & (count >= budget)
-
-        # 3. Outcomes: push the child, resolve the current node, or end the search.
-        moved = moved & ~aborted
-        push = (s.start & first_ok & ~node.leaf) | (moved & ~node.leaf)
-        back = moved & node.leaf
-        ended = finished | (s.start & (~first_ok | node.leaf)) | aborted
-        result = jnp.where(finished, s.value, s.start & first_ok & node.leaf & node.value)
-        new_done = jnp.where(
-            push,
-            False,
-            jnp.where(back, jnp.where(is_defender, ~node.value, node.value), done | exhausted),
-        )
-        new_value = jnp.where(back, node.value, jnp.where(exhausted, is_defender, s.value))
-
-        cursors = s.cursors.at[slot].set(jnp.where(moved & from_mask, picked, cursor))
-        in_tails = s.in_tail.at[slot].set(in_tail | (moved & ~from_mask))
-        at = jnp.where(push, child_depth, depth_cap)  # out of range: dropped
-        stacks = dict(
-            boards=s.boards.at[at].set(child.board, mode="drop"),
-            chains=s.chains.at[at].set(child.chain, mode="drop"),
-            libs=s.libs.at[at].set(child.libs, mode="drop"),
-            kos=s.kos.at[at].set(child.ko, mode="drop"),
-            masks=s.masks.at[at].set(node.mask, mode="drop"),
-            tails=s.tails.at[at].set(node.tail, mode="drop"),
-            cursors=cursors.at[at].set(-1, mode="drop"),
-            in_tail=in_tails.at[at].set(False, mode="drop"),
-        )
-
-        # Record a finished search and move on to the next one.
-        laddered = s.laddered.at[loc].set(
-            jnp.where(ended, jnp.where(two_libs, s.laddered[loc] | result, result), s.laddered[loc])
-        )
-        working_hit = ended & two_libs & result & (defender == -to_play)
-        hit_at = jnp.minimum(first_move, p - 1)
-        working = s.working.at[hit_at].set(s.working[hit_at] | working_hit)
-        second = two_libs & (s.sub == 0)
-        return _Loop(
-            rep=jnp.where(ended & ~second, next_rep(s.rep), s.rep),
-            sub=jnp.where(ended, second.astype(jnp.int32), s.sub),
-            start=ended,
-            depth=jnp.where(push, child_depth, depth),
-            done=new_done,
-            value=new_value,
-            count=count,
-            # A budget abort of a 1-liberty search leaves KataGo's ko point cleared.
-            ko_active=s.ko_active & ~(aborted & ~two_libs),
-            laddered=laddered,
-            working=working,
-            **stacks,
-        )
-
-    d = depth_cap
-    init = _Loop(
-        rep=next_rep(-1),
+def _init(root: _Root) -> _Loop:
+    p = root.board.shape[-1]
+    d = stack_limit(root.size)
+    return _Loop(
+        rep=_next_rep(root, jnp.int32(-1)),
         sub=jnp.int32(0),
         start=jnp.bool_(True),
         depth=jnp.int32(0),
@@ -477,10 +397,184 @@ def _ladder_features(
         laddered=jnp.zeros(p, bool),
         working=jnp.zeros(p, bool),
     )
-    final = jax.lax.while_loop(lambda s: s.rep < p, body, init)
-    stones = (board != 0) & ((libs0 == 1) | (libs0 == 2))
-    laddered = final.laddered[jnp.minimum(label0.astype(jnp.int32), p - 1)] & stones
+
+
+def _step(root: _Root, s: _Loop) -> _Loop:
+    """One iteration of the scan-and-search loop of one board: pop a resolved node, or
+    play one move and evaluate the child, or start the next search. A board whose scan
+    is over (``rep == P``) is left as it is, so a batch can step until its last board
+    is done."""
+    size = root.size
+    p = size * size
+    depth_cap = stack_limit(size)  # nodes at depth >= this are leaves: never stored
+    idx = jnp.arange(p)
+    active = s.rep < p
+    loc = jnp.minimum(s.rep, p - 1)
+    defender = root.board[loc]
+    attacker = -defender
+    two_libs = root.libs[loc] == 2
+    chain_libs = _dilate(root.label == loc, size) & (root.board == 0)
+    first_move = jnp.where(
+        two_libs,
+        jnp.where(s.sub == 0, jnp.argmax(chain_libs), p - 1 - jnp.argmax(chain_libs[::-1])),
+        p,
+    ).astype(jnp.int32)
+
+    # 1. Pop a resolved node into its parent (a cutoff resolves the parent too).
+    popping = ~s.start & s.done
+    finished = popping & (s.depth == 0)
+    up = popping & (s.depth > 0)
+    depth = jnp.where(up, s.depth - 1, s.depth)
+    is_defender = depth % 2 == 0
+    done = jnp.where(up, jnp.where(is_defender, ~s.value, s.value), s.done)
+    expanding = ~s.start & ~done
+
+    # 2. The position to move from: the stacked node, or the scanned board
+    # (with the ko point unless an aborted search cleared it) for a new search.
+    slot = jnp.clip(depth, 0, depth_cap - 1)
+    base = _Position(
+        jnp.where(s.start, root.board, s.boards[slot]),
+        jnp.where(s.start, root.label, s.chains[slot]),
+        jnp.where(s.start, root.libs, s.libs[slot]),
+        jnp.where(s.start, jnp.where(s.ko_active, root.ko, -1), s.kos[slot]),
+    )
+    mover = jnp.where(s.start | ~is_defender, attacker, defender)
+    legal = _legal(base.board, base.libs, mover, base.ko, size)
+    cursor, in_tail, tail = s.cursors[slot], s.in_tail[slot], s.tails[slot]
+    listed = s.masks[slot] & legal & (idx > cursor) & ~in_tail
+    from_mask = jnp.any(listed)
+    tail_ok = ~in_tail & (tail >= 0) & legal[jnp.clip(tail, 0, p - 1)]
+    picked = jnp.where(from_mask, jnp.argmax(listed), jnp.where(tail_ok, tail, -1))
+    exhausted = expanding & (picked < 0)
+    first_ok = (first_move == p) | legal[jnp.minimum(first_move, p - 1)]
+    move = jnp.where(s.start, first_move, picked)
+    plays = jnp.where(s.start, first_ok & (first_move < p), expanding & ~exhausted)
+    played = _play(base, jnp.clip(move, 0, p - 1), mover, size)
+    child = jax.tree.map(lambda new, old: jnp.where(plays, new, old), played, base)
+    # KataGo clears the ko point at the root of every defender-first search.
+    child = child._replace(ko=jnp.where(s.start, -1, child.ko))
+    moved = expanding & ~exhausted
+    count = jnp.where(s.start, 0, s.count + moved)
+    child_depth = jnp.where(s.start, 0, depth + 1)
+    node = _evaluate(child, loc, defender, child_depth, size)
+    aborted = moved & (count >= root.budget)
+
+    # 3. Outcomes: push the child, resolve the current node, or end the search.
+    moved = moved & ~aborted
+    push = (s.start & first_ok & ~node.leaf) | (moved & ~node.leaf)
+    back = moved & node.leaf
+    ended = finished | (s.start & (~first_ok | node.leaf)) | aborted
+    result = jnp.where(finished, s.value, s.start & first_ok & node.leaf & node.value)
+    new_done = jnp.where(
+        push,
+        False,
+        jnp.where(back, jnp.where(is_defender, ~node.value, node.value), done | exhausted),
+    )
+    new_value = jnp.where(back, node.value, jnp.where(exhausted, is_defender, s.value))
+
+    cursors = s.cursors.at[slot].set(jnp.where(moved & from_mask, picked, cursor))
+    in_tails = s.in_tail.at[slot].set(in_tail | (moved & ~from_mask))
+    at = jnp.where(push & active, child_depth, depth_cap)  # out of range: dropped
+    # The [D, P] stacks change in one row (none when `at` is out of range); the rest is
+    # small enough to keep or replace whole.
+    stacks = dict(
+        boards=s.boards.at[at].set(child.board, mode="drop"),
+        chains=s.chains.at[at].set(child.chain, mode="drop"),
+        libs=s.libs.at[at].set(child.libs, mode="drop"),
+        kos=s.kos.at[at].set(child.ko, mode="drop"),
+        masks=s.masks.at[at].set(node.mask, mode="drop"),
+        tails=s.tails.at[at].set(node.tail, mode="drop"),
+    )
+
+    # Record a finished search and move on to the next one.
+    laddered = s.laddered.at[loc].set(
+        jnp.where(ended, jnp.where(two_libs, s.laddered[loc] | result, result), s.laddered[loc])
+    )
+    working_hit = ended & two_libs & result & (defender == -root.to_play)
+    hit_at = jnp.minimum(first_move, p - 1)
+    working = s.working.at[hit_at].set(s.working[hit_at] | working_hit)
+    second = two_libs & (s.sub == 0)
+    small = dict(
+        rep=jnp.where(ended & ~second, _next_rep(root, s.rep), s.rep),
+        sub=jnp.where(ended, second.astype(jnp.int32), s.sub),
+        start=ended,
+        depth=jnp.where(push, child_depth, depth),
+        done=new_done,
+        value=new_value,
+        count=count,
+        # A budget abort of a 1-liberty search leaves KataGo's ko point cleared.
+        ko_active=s.ko_active & ~(aborted & ~two_libs),
+        laddered=laddered,
+        working=working,
+    )
+    small.update(
+        cursors=cursors.at[at].set(-1, mode="drop"), in_tail=in_tails.at[at].set(False, mode="drop")
+    )
+    # A finished board (in a batch that is still working) keeps its state.
+    small = {k: jnp.where(active, v, getattr(s, k)) for k, v in small.items()}
+    return _Loop(**small, **stacks)
+
+
+def _planes(root: _Root, final: _Loop) -> tuple[jax.Array, jax.Array]:
+    p = root.board.shape[-1]
+    counts = root.libs.astype(jnp.int32)
+    stones = (root.board != 0) & ((counts == 1) | (counts == 2))
+    laddered = final.laddered[jnp.minimum(root.label.astype(jnp.int32), p - 1)] & stones
     return laddered, final.working
+
+
+@jax.custom_batching.custom_vmap
+def _scan_boards(boards, kos, to_play, budgets):
+    """The scans of ``[K]`` boards (``boards [K, P]``, the rest ``[K]``) in one loop.
+
+    The loop runs until the last board is done; a board that is done stays as it
+    is. Written over an explicit board axis rather than left to ``vmap``: batching
+    a ``while_loop`` whose condition differs per board makes every iteration
+    select between the old and new loop state of every board, whole [D, P]
+    stacks included (about 1.2 MB a board on 19x19), which cost more than the
+    search itself. Under ``vmap`` (any depth of it) the boards of the whole batch
+    are flattened into one such loop, see :func:`_scan_boards_batched`.
+    """
+    roots = jax.vmap(_root)(boards, kos, to_play, budgets)
+    if boards.shape[0] == 1:  # one board: no batch dimension in the loop
+        root = jax.tree.map(lambda x: x[0], roots)
+        final = jax.lax.while_loop(
+            lambda s: s.rep < boards.shape[-1], lambda s: _step(root, s), _init(root)
+        )
+        return jax.tree.map(lambda x: x[None], _planes(root, final))
+    final = jax.lax.while_loop(
+        lambda s: jnp.any(s.rep < boards.shape[-1]),
+        lambda s: jax.vmap(_step)(roots, s),
+        jax.vmap(_init)(roots),
+    )
+    return jax.vmap(_planes)(roots, final)
+
+
+@_scan_boards.def_vmap
+def _scan_boards_batched(axis_size, in_batched, boards, kos, to_play, budgets):
+    """``vmap`` of :func:`_scan_boards`: the ``[B, K]`` boards as one batch of ``B*K``
+    (calling :func:`_scan_boards` again, so an outer ``vmap`` flattens its axis too)."""
+    args = [
+        x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+        for x, batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
+    ]
+    k = boards.shape[-2]
+    flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
+    laddered, working = _scan_boards(*flat)
+    p = boards.shape[-1]
+    return (laddered.reshape(axis_size, k, p), working.reshape(axis_size, k, p)), (True, True)
+
+
+def _ladder_features(
+    board: jax.Array, ko: jax.Array, to_play: jax.Array, budget: jax.Array | int
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`ladder_features` with the node budget as an argument (may be traced; tests use
+    small budgets to exercise aborts)."""
+    one = lambda x, dtype: jnp.asarray(x, dtype)[None]
+    laddered, working = _scan_boards(
+        one(board, jnp.int8), one(ko, jnp.int32), one(to_play, jnp.int8), one(budget, jnp.int32)
+    )
+    return laddered[0], working[0]
 
 
 def ladder_features(
@@ -504,3 +598,21 @@ def ladder_features(
     Jittable and vmappable; see the module docstring for the cost.
     """
     return _ladder_features(board, ko, to_play, LADDER_SEARCH_BUDGET)
+
+
+def ladder_features_of_boards(
+    boards: jax.Array, kos: jax.Array, to_play: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`ladder_features` of ``K`` boards at once (``boards [K, P]``, ``kos [K]``;
+    ``to_play`` one player for all): ``(laddered [K, P], working [K, P])``.
+
+    One loop for all of them, as long as the longest scan, instead of ``K`` loops
+    one after the other; the same planes as ``K`` calls of :func:`ladder_features`.
+    """
+    k = boards.shape[0]
+    return _scan_boards(
+        jnp.asarray(boards, jnp.int8),
+        jnp.asarray(kos, jnp.int32),
+        jnp.broadcast_to(jnp.asarray(to_play, jnp.int8), (k,)),
+        jnp.full((k,), LADDER_SEARCH_BUDGET, jnp.int32),
+    )

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from gojax._board import GoState, repetition_bans
-from gojax._ladders import ladder_features
+from gojax._ladders import ladder_features_of_boards
 from gojax._pass_alive import area_ownership
 
 NUM_SPATIAL = 22
@@ -85,10 +85,13 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     before_previous = (
         jnp.where(turns >= 2, history[1], previous) if history.shape[0] >= 2 else previous
     )
-    no_ko = jnp.asarray(-1, jnp.int16)
-    laddered, working = ladder_features(board, state.ko, pla)
-    laddered_1, _ = ladder_features(previous, no_ko, pla)
-    laddered_2, _ = ladder_features(before_previous, no_ko, pla)
+    # The three scans (now with the ko point, one and two moves ago without) run in one
+    # loop, as long as the longest of them instead of the three one after the other.
+    scanned = jnp.stack([board, previous, before_previous])
+    kos = jnp.stack([state.ko.astype(jnp.int32), jnp.int32(-1), jnp.int32(-1)])
+    ladders, workings = ladder_features_of_boards(scanned, kos, pla)
+    laddered, laddered_1, laddered_2 = ladders
+    working = workings[0]
     area = area_ownership(board, multi_stone_suicide_legal=False)
 
     zeros = jnp.zeros(p, bool)

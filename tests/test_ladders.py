@@ -19,7 +19,13 @@ import pytest
 from boards import fast_jit
 
 import gojax
-from gojax._ladders import LADDER_SEARCH_BUDGET, _ladder_features, ladder_features, stack_limit
+from gojax._ladders import (
+    LADDER_SEARCH_BUDGET,
+    _ladder_features,
+    ladder_features,
+    ladder_features_of_boards,
+    stack_limit,
+)
 
 BLACK, WHITE = 1, -1
 _SYMBOLS = {"X": BLACK, "O": WHITE, ".": 0}
@@ -516,3 +522,49 @@ def test_random_positions_match_reference(size):
     rules = ["defender captures", "lower bound", "upper bound", "swap", "illegal", "abort"]
     rules += ["defender ko", "first move on ko", "ko cleared", "first move on cleared ko"]
     assert all(EVENTS[rule] > 0 for rule in rules), EVENTS
+
+
+def _while_conditions(jaxpr):
+    """The loop conditions of every ``while`` in ``jaxpr``, nested ones included."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            yield eqn.params["cond_jaxpr"]
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            if hasattr(inner, "eqns"):
+                yield from _while_conditions(inner)
+
+
+def test_batched_scans_equal_one_board_at_a_time_and_step_only_one_stack_row():
+    boards, kos, to_play = random_positions(9, 12, seed=7)
+    one = jax.jit(ladder_features)
+    expected = [one(boards[i], kos[i], to_play[i]) for i in range(12)]
+
+    # vmap of vmap: the boards of both axes run in one loop.
+    nested = jax.jit(jax.vmap(jax.vmap(ladder_features)))(
+        boards.reshape(3, 4, -1), kos.reshape(3, 4), to_play.reshape(3, 4)
+    )
+    # Several boards a call (one player for all of them), batched.
+    groups = jax.jit(jax.vmap(ladder_features_of_boards))(
+        boards.reshape(4, 3, -1), kos.reshape(4, 3), to_play.reshape(4, 3)[:, 0]
+    )
+    for i in range(12):
+        np.testing.assert_array_equal(nested[0][i // 4, i % 4], expected[i][0])
+        np.testing.assert_array_equal(nested[1][i // 4, i % 4], expected[i][1])
+        player = to_play[(i // 3) * 3]
+        want = expected[i] if player == to_play[i] else one(boards[i], kos[i], player)
+        np.testing.assert_array_equal(groups[0][i // 3, i % 3], want[0])
+        np.testing.assert_array_equal(groups[1][i // 3, i % 3], want[1])
+
+    # One condition for the whole batch: vmap of a per-board while_loop has one per board,
+    # and XLA then selects between the old and new state of every board, [D, P] stacks
+    # included, at every iteration.
+    # (The chain labelling before the search is a small loop of its own, left to vmap.)
+    jaxpr = jax.make_jaxpr(jax.vmap(ladder_features))(boards, kos, to_play).jaxpr
+    searches = [
+        cond
+        for cond in _while_conditions(jaxpr)
+        if any(aval.ndim == 3 for aval in cond.in_avals)  # carries [B, D, P] stacks
+    ]
+    assert searches
+    assert all(cond.out_avals[0].shape == () for cond in searches)
