@@ -54,11 +54,13 @@ root and, when it aborts on the budget, does not restore it; later 2-liberty
 searches may then play the attacker's first move on the ko point. This port
 keeps that flag, so the scan is sequential per board, as KataGo's is.
 
-Design and cost. One ``lax.while_loop`` per board runs all searches one after
-the other; each iteration pops one resolved node, or plays one move and
+Design and cost. One ``lax.while_loop`` runs all of a board's searches one
+after the other; each iteration pops one resolved node, or plays one move and
 evaluates the child (leaves are resolved in the same iteration), so the
-iteration count is about the number of moves played plus pops. Under ``vmap``
-the loop runs until the board with the most work is done. Each search node
+iteration count is about the number of moves played plus pops. Several boards
+(the three of ``katago_inputs``, a ``vmap``'s batch, nested ``vmap``s
+flattened) share one loop with one condition, which runs until the board with
+the most work is done; finished boards stay as they are. Each search node
 keeps a snapshot of its position (stones, chain labels, per-stone liberty
 counts, ko point) and its candidate list (a point mask plus one explicit last
 candidate) in a stack of ``D = size*size*3//2`` entries: about
