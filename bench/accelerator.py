@@ -25,7 +25,10 @@ Everything goes into the folder given by ``--out``: ``log.txt`` (the full
 output), ``results.json`` (rewritten after every section, so a run cut short
 keeps what it measured); the last line printed is one JSON object.
 ``--budget SECONDS`` skips the sections that would start after that many
-seconds, for a lease that ends at a known time.
+seconds, for a lease that ends at a known time; ``--only`` runs the named
+sections in the order given; ``--stack-dump SECONDS`` writes every thread's
+stack into ``log.txt`` every SECONDS while a section runs (where a slow
+section spends its time, when the call is cut short).
 """
 
 from __future__ import annotations
@@ -164,14 +167,14 @@ def _product_flops(fn, *args) -> float:
                 (contract, _), _ = eqn.params["dimension_numbers"]
                 lhs = eqn.invars[0].aval
                 total += 2.0 * math.prod(out.shape) * math.prod(lhs.shape[d] for d in contract)
-            for sub in _sub_jaxprs(eqn.params.values()):
+            for sub in sub_jaxprs(eqn.params.values()):
                 total += count(sub)
         return total
 
-    def _sub_jaxprs(values):
+    def sub_jaxprs(values):
         for value in values:
             if isinstance(value, list | tuple):
-                yield from _sub_jaxprs(value)
+                yield from sub_jaxprs(value)
             elif hasattr(value, "eqns"):  # a Jaxpr
                 yield value
             elif hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):  # a ClosedJaxpr
