@@ -345,6 +345,9 @@ class _Root(NamedTuple):
     to_play: jax.Array  # [] int8
     scanned: jax.Array  # [P] bool: lowest point of each chain with 1 or 2 liberties
     budget: jax.Array  # [] int32: moves per search before it gives up
+    # Per search, looked up instead of recomputed every loop iteration:
+    first_libs: jax.Array  # [P, 2] int32: lowest, highest liberty of the chain labelled here
+    next_reps: jax.Array  # [P + 1] int32: at i + 1, the first scanned point after i (P: none)
 
     @property
     def size(self) -> int:
@@ -353,11 +356,23 @@ class _Root(NamedTuple):
 
 def _root(board, ko, to_play, budget) -> _Root:
     size = math.isqrt(board.shape[-1])
+    p = size * size
+    idx = jnp.arange(p, dtype=jnp.int32)
     board = jnp.asarray(board, jnp.int8)
     label = _label_chains(board, size)
     libs = _liberties_at(board, label, size)
     counts = libs.astype(jnp.int32)
-    scanned = (board != 0) & ((counts == 1) | (counts == 2)) & (label == jnp.arange(size * size))
+    scanned = (board != 0) & ((counts == 1) | (counts == 2)) & (label == idx)
+    # Each empty point is a liberty of the chains next to it: the lowest and highest
+    # per chain label (slot P collects what is not a stone's neighbour).
+    nbrs = jnp.asarray(neighbor_table(size))  # [P, 4], P off the board
+    nb_label = jnp.append(label, jnp.int16(p))[nbrs].astype(jnp.int32)
+    owners = jnp.where((board == 0)[:, None], nb_label, p).reshape(-1)
+    points = jnp.repeat(idx, 4)
+    lowest = jnp.full(p + 1, p, jnp.int32).at[owners].min(points)[:p]
+    highest = jnp.full(p + 1, -1, jnp.int32).at[owners].max(points)[:p]
+    later = jnp.where(scanned, idx, p)
+    next_reps = jnp.append(jax.lax.cummin(later, reverse=True), p)  # at i: first scanned >= i
     return _Root(
         board,
         label,
@@ -366,14 +381,14 @@ def _root(board, ko, to_play, budget) -> _Root:
         jnp.asarray(to_play, jnp.int8),
         scanned,
         jnp.asarray(budget, jnp.int32),
+        jnp.stack([lowest, highest], axis=-1),
+        next_reps.astype(jnp.int32),
     )
 
 
 def _next_rep(root: _Root, after: jax.Array) -> jax.Array:
     """The next chain to solve after point ``after``: its lowest point, or P when none is left."""
-    p = root.board.shape[-1]
-    left = root.scanned & (jnp.arange(p) > after)
-    return jnp.where(jnp.any(left), jnp.argmax(left), p).astype(jnp.int32)
+    return root.next_reps[jnp.clip(after + 1, 0, root.board.shape[-1])]
 
 
 def _init(root: _Root) -> _Loop:
@@ -415,12 +430,8 @@ def _step(root: _Root, s: _Loop) -> _Loop:
     defender = root.board[loc]
     attacker = -defender
     two_libs = root.libs[loc] == 2
-    chain_libs = _dilate(root.label == loc, size) & (root.board == 0)
-    first_move = jnp.where(
-        two_libs,
-        jnp.where(s.sub == 0, jnp.argmax(chain_libs), p - 1 - jnp.argmax(chain_libs[::-1])),
-        p,
-    ).astype(jnp.int32)
+    # A 2-liberty chain's searches start on its lower, then its higher liberty.
+    first_move = jnp.where(two_libs, root.first_libs[loc, jnp.minimum(s.sub, 1)], p)
 
     # 1. Pop a resolved node into its parent (a cutoff resolves the parent too).
     popping = ~s.start & s.done
