@@ -280,21 +280,19 @@ def _evaluate(
         _, colour, lib = neighbourhood(point)
         return jnp.sum(jnp.where((colour == defender) & (lib > 1), 2 * lib - 3, 0))
 
-    double_ko = (
-        (imm_a == 0)
-        & (imm_b == 0)
-        & ko_mouth(lowest)
-        & ko_mouth(highest)
-        & (libs_after(lowest) <= 2)
-        & (libs_after(highest) <= 2)
-        & ~jnp.any(touching)
-    )
+    # Both liberties at once: one vectorised pass over the pair instead of two.
+    pair = jnp.stack([lowest, highest])
+    mouths = jax.vmap(ko_mouth)(pair)
+    afters = jax.vmap(libs_after)(pair)
+    scores = jax.vmap(connection_score)(pair)
+    double_ko = (imm_a == 0) & (imm_b == 0) & jnp.all(mouths) & jnp.all(afters <= 2)
+    double_ko = double_ko & ~jnp.any(touching)
     gap = jnp.abs(highest - lowest)
     adjacent = (gap == size) | ((gap == 1) & (lowest // size == highest // size))
     far_a = ~adjacent & (imm_a >= 3)
     far_b = ~adjacent & (imm_b >= 3)
-    score_a = 2 * imm_a + connection_score(lowest)
-    score_b = 2 * imm_b + connection_score(highest)
+    score_a = 2 * imm_a + scores[0]
+    score_b = 2 * imm_b + scores[1]
     swap = score_b > score_a
     att_first = jnp.where(
         far_a, lowest, jnp.where(far_b, highest, jnp.where(swap, highest, lowest))
