@@ -84,3 +84,31 @@ def test_accelerator_bench_counts_convolution_and_matmul_flops():
     assert _product_flops(lambda x, w: conv(x, w, groups=2), x, jnp.ones((3, 3, 4, 16))) == (
         2 * outputs * 3 * 3 * 4
     )
+
+
+def test_accelerator_bench_budget_skips_and_unknown_sections_are_refused(tmp_path):
+    script = [sys.executable, str(REPO / "bench" / "accelerator.py"), "--smoke"]
+    out = tmp_path / "accel"
+    done = subprocess.run(
+        [*script, "--only", "network", "devices", "--budget", "0", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # Past the budget every section is skipped, in the order asked for, and recorded.
+    assert list(result)[2:] == ["network", "devices"]
+    assert all("budget" in result[name]["skipped"] for name in ("network", "devices"))
+    assert json.loads((out / "results.json").read_text()) == result
+
+    refused = subprocess.run(
+        [*script, "--only", "boards", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2
+    assert "unknown section(s) boards" in refused.stderr and "Traceback" not in refused.stderr
