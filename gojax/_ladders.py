@@ -364,7 +364,7 @@ def _root(board, ko, to_play, budget) -> _Root:
     # Each empty point is a liberty of the chains next to it: the lowest and highest
     # per chain label (slot P collects what is not a stone's neighbour).
     nbrs = jnp.asarray(neighbor_table(size))  # [P, 4], P off the board
-    nb_label = jnp.append(label, jnp.int16(p))[nbrs].astype(jnp.int32)
+    nb_label = _at(label, nbrs, p).astype(jnp.int32)
     owners = jnp.where((board == 0)[:, None], nb_label, p).reshape(-1)
     points = jnp.repeat(idx, 4)
     lowest = jnp.full(p + 1, p, jnp.int32).at[owners].min(points)[:p]
@@ -547,12 +547,6 @@ def _scan_boards(boards, kos, to_play, budgets):
     are flattened into one such loop, see :func:`_scan_boards_batched`.
     """
     roots = jax.vmap(_root)(boards, kos, to_play, budgets)
-    if boards.shape[0] == 1:  # one board: no batch dimension in the loop
-        root = jax.tree.map(lambda x: x[0], roots)
-        final = jax.lax.while_loop(
-            lambda s: s.rep < boards.shape[-1], lambda s: _step(root, s), _init(root)
-        )
-        return jax.tree.map(lambda x: x[None], _planes(root, final))
     final = jax.lax.while_loop(
         lambda s: jnp.any(s.rep < boards.shape[-1]),
         lambda s: jax.vmap(_step)(roots, s),
