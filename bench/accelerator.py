@@ -53,6 +53,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import board as board_bench  # noqa: E402  (bench/board.py)
+import net as net_bench  # noqa: E402  (bench/net.py)
 from _timing import best_time  # noqa: E402
 
 import gojax  # noqa: E402
@@ -186,10 +187,8 @@ def _product_flops(fn, *args) -> float:
 def _matmul_peak(dtype, n: int) -> float:
     """TFLOP/s of one n x n x n product in ``dtype`` at JAX's default precision: the
     ceiling the network's rate is compared with, measured in the same run."""
-    a = jax.random.normal(jax.random.key(3), (n, n), jnp.float32).astype(dtype)
-    b = jax.random.normal(jax.random.key(4), (n, n), jnp.float32).astype(dtype)
-    seconds = best_time(jax.jit(jnp.dot), a, b, repeats=5)
-    return 2 * n**3 / seconds / 1e12
+    fn, args, flops = net_bench.matmul_call(n, dtype)
+    return flops / best_time(fn, *args, repeats=5) / 1e12
 
 
 def section_network(smoke: bool) -> dict:

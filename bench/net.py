@@ -41,10 +41,10 @@ from gojax.evaluate import batch_inputs, evaluate
 KATAGO_CPU_B1_19X19 = 208
 
 
-def matmul_call(n: int):
-    """``(fn, args, flops)``: an ``n x n`` float32 matmul on the default device."""
-    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
+def matmul_call(n: int, dtype=jnp.float32):
+    """``(fn, args, flops)``: an ``n x n`` matmul in ``dtype`` on the default device."""
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32).astype(dtype)
+    b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32).astype(dtype)
     return jax.jit(jnp.matmul), (a, b), 2.0 * n**3
 
 
