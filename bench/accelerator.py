@@ -202,10 +202,10 @@ def section_network(smoke: bool) -> dict:
         peaks[name] = _matmul_peak(dtype, n)
         print(f"  matmul {n}^3 {name}: {peaks[name]:.3g} TFLOP/s", flush=True)
         net = gnn.PRESETS[preset](dtype=dtype)
+        variables = net.init(jax.random.key(0), *gnn.example_inputs(net, 1, size))
+        apply = jax.jit(functools.partial(net.apply, train=False))
         for batch in batches:
             spatial, global_ = gnn.example_inputs(net, batch, size)
-            variables = net.init(jax.random.key(0), spatial[:1], global_[:1])
-            apply = jax.jit(functools.partial(net.apply, train=False))
             flops = _product_flops(apply, variables, spatial, global_)
             seconds = best_time(apply, variables, spatial, global_, repeats=5)
             row = {
