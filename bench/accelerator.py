@@ -18,8 +18,10 @@ goes on, so one call always yields a table):
    19x19, batches up to 32768 (``bench/board.py``'s method, one draw per game),
    and pgx's playouts at the same sizes when pgx is installed;
 5. search: Gumbel simulations/s (AlphaGo Zero's 20-block net, 32 simulations);
-6. training: self-play moves/s and learner samples/s of the
-   ``configs/go19_b10c128.py`` recipe, shortened to a few iterations.
+6. training: KataGo's input features alone (positions/s), self-play moves/s
+   and learner samples/s of the ``configs/go19_b10c128.py`` recipe, timed
+   apart (self-play: 256 games capped at 8 moves, 32/8 simulations; learner:
+   the recipe's batch of 1024 drawn from those games).
 
 Everything goes into the folder given by ``--out``: ``log.txt`` (the full
 output), ``results.json`` (rewritten after every section, so a run cut short
@@ -250,47 +252,89 @@ def section_search(smoke: bool) -> dict:
 
 
 def section_training(smoke: bool) -> dict:
-    from train.loop import apply_overrides, load_config, train
+    """Self-play and the learner of ``configs/go19_b10c128.py``, timed apart.
 
-    config = load_config(HERE.parent / "configs" / "go19_b10c128.py")
+    Self-play: the recipe's games (playout-cap randomisation, KataGo features,
+    ladders included) with fewer simulations and an 8-move cap, so that a call
+    ends in seconds whatever the speed; moves/s of a second call (the first
+    compiles). Learner: the recipe's train step and batch size on a batch drawn
+    from those games' replay, as the training loop draws it.
+    """
+    from gojax.evaluate import batch_inputs
+    from train import loop
+    from train.learner import create_train_state, shard_batch
+    from train.replay import ReplayBuffer
+    from train.selfplay import play_games
+
+    config = loop.load_config(HERE.parent / "configs" / "go19_b10c128.py")
     if smoke:
         overrides = [
             "--config.board.size=5", "--config.model.preset=tiny",
             "--config.selfplay.num_games=4", "--config.selfplay.num_simulations=2",
-            "--config.selfplay.fast_simulations=0", "--config.board.max_moves=24",
-            "--config.learner.batch_size=8", "--config.replay.min_size=1",
-            "--config.train.total_steps=4", "--config.train.updates_per_iteration=2",
+            "--config.selfplay.fast_simulations=0", "--config.board.max_moves=6",
+            "--config.learner.batch_size=8",
         ]  # fmt: skip
     else:
+        # Few simulations: the figure is moves/s of the pipeline, not of a 600-playout search.
         overrides = [
-            # Few simulations: the figure is moves/s of the pipeline, not of a 600-playout search.
-            "--config.selfplay.num_games=128", "--config.board.max_moves=16",
+            "--config.selfplay.num_games=256", "--config.board.max_moves=8",
             "--config.selfplay.num_simulations=32", "--config.selfplay.fast_simulations=8",
-            "--config.replay.min_size=1024", "--config.learner.batch_size=256",
-            "--config.train.total_steps=16", "--config.train.updates_per_iteration=8",
-            "--config.train.checkpoint_every=1000000",
         ]  # fmt: skip
-    overrides += [
-        f"--config.train.progress={'false' if smoke else 'true'}", "--config.eval.num_games=0",
-        "--config.train.sgf_games=0", "--config.train.plot_every=0",
-    ]  # fmt: skip
-    apply_overrides(config, overrides)
-    with tempfile.TemporaryDirectory() as workdir:
-        train(config, workdir)
-        records = [json.loads(line) for line in (Path(workdir) / "metrics.jsonl").open()]
-    moves = [r["selfplay.moves_per_second"] for r in records if "selfplay.moves_per_second" in r]
-    samples = [
-        r["learner.samples_per_second"] for r in records if "learner.samples_per_second" in r
-    ]
-    # The first iteration includes compilation: report the best later one when there is one.
+    loop.apply_overrides(config, overrides)
+    spec = loop.model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    sp_config = loop.selfplay_config(config)
+    lconfig = loop.learner_config(config)
+    mesh = loop.make_mesh(lconfig)
+    state = create_train_state(spec, lconfig, jax.random.PRNGKey(0), sp_config.size, mesh)
+    variables = loop._host_variables(state)
+    encode_fn = loop._katago_encode if spec.is_katago else loop.agz_encode
+
+    def selfplay(seed: int):
+        key = jax.random.key(seed)
+        return play_games(loop._evaluator_fn(spec), encode_fn, variables, key, sp_config)
+
+    # KataGo's input features alone (ladder searches included) on random-play positions:
+    # what every evaluation of the recipe's self-play computes before its net.
+    size, num_positions = sp_config.size, 4 if smoke else 256
+    positions = net_bench.random_positions(size, num_positions, size * size // 3)
+    features = jax.jit(batch_inputs)  # as the evaluator computes them
+    features_per_s = num_positions / best_time(features, positions, repeats=3)
+    print(f"  KataGo features, {size}x{size}, B={num_positions}: {features_per_s:,.0f} positions/s")
+
+    _, first = selfplay(0)  # compiles
+    print(f"  self-play: first call (compiling) {first['seconds']:.1f} s", flush=True)
+    traj, stats = selfplay(1)
+    replay = ReplayBuffer(max(int(stats["positions"]), 1))
+    replay.add(traj)
+    sample = replay.sample(jax.random.key(2), lconfig.batch_size, augment=config.replay.augment)
+    batch = shard_batch(loop._to_learner_batch(sample, spec), mesh)
+    step_fn = loop._train_step(spec, lconfig, mesh)
+    box = [state]  # the step donates its state: thread it through the calls
+
+    def learner_steps():
+        for _ in range(4):
+            box[0], metrics = step_fn(box[0], batch)
+        return metrics
+
+    learner_seconds = best_time(learner_steps, repeats=3) / 4
+    simulations = f"{sp_config.search.num_simulations}/{sp_config.fast_simulations or 0} sims"
     result = {
-        "config": "go19_b10c128" + (" (smoke: 5x5 tiny)" if smoke else " (B=128, 32/8 sims)"),
-        "selfplay_moves_per_s": max(moves[1:] or moves or [float("nan")]),
-        "learner_samples_per_s": max(samples[1:] or samples or [float("nan")]),
+        "config": f"go19_b10c128 ({'smoke: 5x5 tiny' if smoke else 'B=256, 8 moves'}, "
+        f"{simulations})",
+        "features_batch": num_positions,
+        "features_per_s": float(features_per_s),
+        "selfplay_games": sp_config.num_games,
+        "selfplay_positions": int(stats["positions"]),
+        "selfplay_compile_s": float(first["seconds"]),
+        "selfplay_moves_per_s": float(stats["moves_per_second"]),
+        "learner_batch": lconfig.batch_size,
+        "learner_samples_per_s": float(lconfig.batch_size / learner_seconds),
     }
     print(
-        f"  self-play {result['selfplay_moves_per_s']:,.0f} moves/s, learner "
-        f"{result['learner_samples_per_s']:,.0f} samples/s",
+        f"  self-play {result['selfplay_moves_per_s']:,.0f} moves/s "
+        f"({result['selfplay_positions']} positions), "
+        f"learner {result['learner_samples_per_s']:,.0f} samples/s "
+        f"(batch {lconfig.batch_size})",
         flush=True,
     )
     return result
@@ -318,6 +362,22 @@ class _Tee:
     def flush(self):
         for s in self.streams:
             s.flush()
+
+
+def _write_results(out: Path, smoke: bool, results: dict) -> str:
+    """Write ``results.json`` (atomically) and return its line. A figure a section left
+    as a JAX or numpy scalar is written as a number, anything else unknown as text: a
+    stray type must not cost the run its results."""
+
+    def plain(value):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return str(value)
+
+    line = json.dumps({"benchmark": "accelerator", "smoke": smoke, **results}, default=plain)
+    write_atomic(out / "results.json", line + "\n")
+    return line
 
 
 def main() -> int:
@@ -375,16 +435,13 @@ def main() -> int:
         results[name]["seconds"] = seconds
         table.append((name, status, seconds))
         # After every section, so a run cut short still leaves what it measured.
-        line = json.dumps({"benchmark": "accelerator", "smoke": args.smoke, **results})
-        write_atomic(out / "results.json", line + "\n")
+        _write_results(out, args.smoke, results)
 
     print()
     print(f"{'section':<13}{'status':<14}{'seconds':>8}")
     for name, status, seconds in table:
         print(f"{name:<13}{status:<14}{seconds:>8.1f}")
-    line = json.dumps({"benchmark": "accelerator", "smoke": args.smoke, **results})
-    write_atomic(out / "results.json", line + "\n")
-    print(line)
+    print(_write_results(out, args.smoke, results))
     failed = any(status not in ("ok", "SKIPPED") for _, status, _ in table)
     return 1 if failed else 0
 

@@ -112,3 +112,26 @@ def test_accelerator_bench_budget_skips_and_unknown_sections_are_refused(tmp_pat
     )
     assert refused.returncode == 2
     assert "unknown section(s) boards" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_accelerator_training_section_times_features_selfplay_and_learner_apart(tmp_path):
+    """The recipe's self-play (4 games capped at 6 moves at smoke size) and its learner are
+    timed separately, so a slow self-play still leaves the learner's figure and vice versa;
+    a figure left as a JAX scalar is still written as a number."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from accelerator import _write_results
+
+    out = tmp_path / "accel"
+    result = run_bench("accelerator.py", "--only", "training", "--out", str(out))
+    training = result["training"]
+    assert training["selfplay_games"] == 4 and training["selfplay_positions"] == 4 * 6
+    assert training["learner_batch"] == 8 and training["features_batch"] == 4
+    for key in ("features_per_s", "selfplay_moves_per_s", "learner_samples_per_s"):
+        assert training[key] > 0, key
+    assert json.loads((out / "results.json").read_text()) == result
+
+    import jax.numpy as jnp
+
+    line = _write_results(tmp_path, True, {"x": {"rate": jnp.float32(2.5), "obj": object}})
+    assert json.loads(line)["x"]["rate"] == 2.5
+    assert "object" in json.loads((tmp_path / "results.json").read_text())["x"]["obj"]
