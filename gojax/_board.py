@@ -273,6 +273,8 @@ def _liberties_after_move_batched(axis_size: int, in_batched, *args):
     liberties, board, chain, point, shortened, recount = args
     size = math.isqrt(board.shape[-1])
     updated = jax.vmap(_placed_or_passed)(liberties, board, chain, point, shortened)
+    if axis_size == 0:  # an empty batch: nothing to recount (and no row to gather)
+        return updated, True
     count = jax.vmap(functools.partial(_liberties_at, size=size))
     slots = max(1, axis_size // RECOUNT_DIVISOR)
 

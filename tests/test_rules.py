@@ -866,3 +866,6 @@ def test_liberties_after_every_move_equal_a_full_recount(rules):
     assert np.asarray(nested).all()
     alone, removed_alone = jax.jit(one)(keys[0])
     assert np.asarray(alone).all() and np.asarray(removed_alone).any()
+    # An empty batch is a batch too (it once failed to trace: the recount gathered a row).
+    empty, _ = jax.jit(jax.vmap(one))(keys[:0])
+    assert empty.shape == (0, moves)
