@@ -29,7 +29,7 @@ import platform
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import best_time, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
@@ -114,6 +114,7 @@ def main() -> None:
     peak = matmul_flops / best_time(matmul, *matmul_args, repeats=args.repeats)
     device = jax.devices()[0]
     print(f"{name}: {params:,} parameters; {jax.device_count()} device(s), {device.device_kind}")
+    print(f"CPU: {cpu_name()}")
     print(f"float32 matmul rate measured here: {peak / 1e9:,.1f} GFLOP/s")
     header = (
         f"{'board':>6} {'batch':>6} {'net eval/s':>11} {'MFLOP/eval':>11} {'GFLOP/s':>8} "
@@ -183,6 +184,7 @@ def main() -> None:
         "net": name,
         "device": device.device_kind,
         "platform": platform.platform(),
+        "cpu": cpu_name(),
         "matmul_gflops": peak / 1e9,
         "katago_cpu_b1_19x19": KATAGO_CPU_B1_19X19,
         "rows": rows,

@@ -38,15 +38,13 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
-import platform
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from _timing import best_time  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import best_time, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
 from search import net_alone_fn, pgx_search_fn  # bench/search.py: the peer's search
 
 from gojax._atomic import write_atomic
@@ -66,20 +64,6 @@ SIZE = 9
 KOMI = 7.5  # pgx's go_9x9
 LEARNING_RATE = 1e-3  # the peer's Adam
 LEARNER_STEPS = 4  # consecutive learner steps per timed call
-
-
-def cpu_name() -> str:
-    """The CPU model (Linux's /proc/cpuinfo) and the number of cores the process sees."""
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores"
 
 
 # ----------------------------------------------------------------------------
