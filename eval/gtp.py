@@ -39,7 +39,7 @@ from eval.engine import (
     rules_json,
 )
 from eval.players import Analysis
-from gojax._board import BLACK, WHITE
+from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import action_to_gtp, gtp_to_action
 
 NAME = "gojax"
@@ -361,7 +361,7 @@ class GTPServer:
 
     def cmd_boardsize(self, args, _id):
         size = _int(_args(args, 1)[0])
-        if not 2 <= size <= 19:
+        if not MIN_SIZE <= size <= MAX_SIZE:
             raise GTPError("unacceptable size")
         self.engine.set_size(size)
         return ""
@@ -680,9 +680,9 @@ def register(commands) -> None:
     gtp.add_argument(
         "--size",
         type=int,
-        choices=range(2, 20),
+        choices=range(MIN_SIZE, MAX_SIZE + 1),
         default=None,
-        metavar="2..19",
+        metavar=f"{MIN_SIZE}..{MAX_SIZE}",
         help="initial board size (default: 19, or the size an AlphaGo Zero net was trained on)",
     )
     gtp.add_argument(

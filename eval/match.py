@@ -579,8 +579,8 @@ def run_match(
     if config.games < 1:
         raise ValueError(f"games must be positive, got {config.games}")
     get_rules(config.rules)  # raises ValueError naming the known presets
-    if not 2 <= config.size <= 19:
-        raise ValueError(f"board size {config.size} is not supported (2..19)")
+    if not 2 <= config.size <= 19:  # GnuGo's and most GTP engines' largest board
+        raise ValueError(f"board size {config.size} is not supported in matches (2..19)")
     if config.time is not None:
         main, byo, stones = config.time
         if main < 0 or byo < 0 or stones < 0:

@@ -38,7 +38,7 @@ class TrainedModel:
     preset: str
     variables: dict[str, Any]  # {"params", "batch_stats"}
     version: int | str  # KATAGO_VERSION or gojax.evaluate.AGZ
-    board_sizes: tuple[int, ...] | None  # None: any size up to 19
+    board_sizes: tuple[int, ...] | None  # None: any size the board supports (2..25)
     step: int
 
     def module(self, dtype: Any = jnp.float32):

@@ -46,7 +46,7 @@ RECENT_MOVES = 8  # how many past actions the state remembers
 # where it removed stones; all of them when more need it): 16 was ~2% faster than 8 or 32
 # in a b1c16 search at batch 256, where ~1% of the moves capture.
 RECOUNT_DIVISOR = 16
-MIN_SIZE, MAX_SIZE = 2, 19
+MIN_SIZE, MAX_SIZE = 2, 25
 
 
 @struct.dataclass
@@ -407,7 +407,7 @@ def new_game(
     """A new game.
 
     Args:
-      size: board side, 2..19 (static).
+      size: board side, 2..25 (static).
       komi: points given to White (may be traced).
       rules: a preset name (``tromp-taylor``, ``chinese``, ``chinese-ogs``,
         ``aga``, ``new-zealand``) or a :class:`Rules` (static).

@@ -225,7 +225,7 @@ def area_ownership(board: jax.Array, *, multi_stone_suicide_legal: bool = False)
 
     Args:
       board: ``[P]`` int8 stones (+1 black, -1 white, 0 empty), ``P = N * N``,
-        ``N`` in 2..19.
+        ``N`` in 2..25.
       multi_stone_suicide_legal: KataGo's suicide flag for pass-alive
         computation (static); false for input version 7 models.
 

@@ -30,13 +30,19 @@ def _enable_compilation_cache() -> None:
 # gojax show
 
 
+def _check_size(path: str, size: int) -> None:
+    from gojax._board import MAX_SIZE, MIN_SIZE
+
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise ValueError(f"{path}: board size {size} is not supported ({MIN_SIZE}..{MAX_SIZE})")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from gojax import _game, render, sgf
     from gojax._board import area
 
     record = sgf.load(args.file)
-    if not 2 <= record.size <= 19:
-        raise ValueError(f"{args.file}: board size {record.size} is not supported (2..19)")
+    _check_size(args.file, record.size)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     print(render.state_to_text(state))
     black, white = (int(x) for x in area(state))
@@ -199,8 +205,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gojax.katago_model import load_model
 
     record = sgf.load(args.file)
-    if not 2 <= record.size <= 19:
-        raise ValueError(f"{args.file}: board size {record.size} is not supported (2..19)")
+    _check_size(args.file, record.size)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     model = load_model(args.model)
     run = make_evaluator(model, symmetry=args.symmetry)
@@ -333,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     random_play = commands.add_parser(
         "selfplay-random", help="play batched random games and report speed and results"
     )
-    random_play.add_argument("--size", type=int, default=9, help="board side (2..19)")
+    random_play.add_argument("--size", type=int, default=9, help="board side (2..25)")
     random_play.add_argument("--games", type=_positive, default=1000)
     random_play.add_argument("--batch", type=_positive, default=256, help="games played at once")
     random_play.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")

@@ -144,8 +144,8 @@ def test_query_warnings_for_ignored_and_unknown_fields():
 @pytest.mark.parametrize(
     ("fields", "field", "message"),
     [
-        ({"boardXSize": None}, "boardXSize", "integer from 2 to 19"),
-        ({"boardXSize": 25, "boardYSize": 25}, "boardXSize", "integer from 2 to 19"),
+        ({"boardXSize": None}, "boardXSize", "integer from 2 to 25"),
+        ({"boardXSize": 26, "boardYSize": 26}, "boardXSize", "integer from 2 to 25"),
         ({"boardYSize": 13}, "boardYSize", "square"),
         ({"boardXSize": "9"}, "boardXSize", "integer"),
         ({"moves": None}, "moves", "Must specify"),

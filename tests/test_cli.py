@@ -58,7 +58,7 @@ def test_show_prints_board_score_and_svg(capsys, tmp_path):
         ("(;SZ[5];B[zz])", "off a 5x5 board"),
         ("(;SZ[5];B[cc", "line 1"),
         ("(;SZ[5];B[cc];W[cc])", "illegal"),
-        ("(;SZ[21];B[cc])", "not supported"),
+        ("(;SZ[26];B[cc])", "outside 2..25"),
     ],
 )
 def test_show_rejects_bad_files_in_one_line(capsys, tmp_path, content, message):
@@ -76,8 +76,17 @@ def test_show_missing_file(capsys, tmp_path):
 
 
 def test_selfplay_random_rejects_bad_size(capsys):
-    code, _, err = run(capsys, "selfplay-random", "--size", "25", "--games", "2")
-    assert code == 2 and "board size" in err
+    code, _, err = run(capsys, "selfplay-random", "--size", "26", "--games", "2")
+    assert code == 2 and "board size" in err and "2..25" in err
+
+
+def test_show_a_25x25_game(capsys, tmp_path):
+    game = tmp_path / "big.sgf"
+    game.write_text("(;GM[1]FF[4]SZ[25]KM[7.5];B[yy];W[aa];B[tt])")  # tt: a point past 19
+    code, out, _ = run(capsys, "show", str(game))
+    assert code == 0
+    assert "A B C D E F G H J K L M N O P Q R S T U V W X Y Z" in out
+    assert "Tromp-Taylor area: Black 2, White 1" in out
 
 
 def test_verify_rules_passes_and_fails(capsys, tmp_path):

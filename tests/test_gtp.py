@@ -98,8 +98,8 @@ def ask(server: GTPServer, command: str) -> str:
         ("12 frobnicate 3", "?12 unknown command"),
         ("NAME", "? unknown command"),
         ("boardsize 1", "? unacceptable size"),
-        ("boardsize 20", "? unacceptable size"),
-        ("3 boardsize 25", "?3 unacceptable size"),
+        ("boardsize 26", "? unacceptable size"),
+        ("3 boardsize 30", "?3 unacceptable size"),
         ("boardsize nine", "? syntax error"),
         ("boardsize", "? syntax error"),
         ("boardsize 9", "="),
@@ -230,6 +230,17 @@ def test_capture_and_ko_are_enforced():
     assert ask(server, "play b J9") == "="
     assert ask(server, "play w J8") == "="
     assert ask(server, "play b C3") == "="  # after a ko threat exchange
+
+
+def test_the_largest_board_25x25_is_played_to_its_corners():
+    server = make_server()
+    assert run(server, "boardsize 25\nclear_board\n") == ["=", "="]
+    # Columns A..Z without I: Z is the 25th; row 25 is the top line (action 0..24).
+    assert run(server, "play b Z25\nplay w A1\nplay b A25\n") == ["="] * 3
+    assert [m.action for m in server.engine.moves] == [24, 600, 0]
+    assert ask(server, "play w Z26") == "? illegal move"
+    assert re.fullmatch(r"= [A-HJ-Z](1[0-9]|2[0-5]|[1-9])", ask(server, "genmove w"))
+    assert ask(server, "final_score").startswith("= ")
 
 
 def test_out_of_turn_moves_and_genmove_for_either_colour():

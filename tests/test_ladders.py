@@ -433,17 +433,17 @@ def test_edge_ladder_small_boards():
         np.testing.assert_array_equal(got[1], ref[1])
 
 
-def test_long_ladder_19x19_jit_and_vmap():
-    size = 19
+@pytest.mark.parametrize("size", [19, 25])
+def test_long_ladder_jit_and_vmap(size):
     board = np.zeros(size * size, np.int8)
-    centre = 9
+    centre = size // 2
     board[centre * size + centre] = WHITE
     board[centre * size + centre - 1] = BLACK
     board[(centre + 1) * size + centre] = BLACK
     board[(centre - 1) * size + centre + 1] = BLACK
     broken = board.copy()
     broken[3 * size + 3] = WHITE  # on the up-left staircase
-    broken[15 * size + 15] = WHITE  # on the down-right staircase
+    broken[(size - 4) * size + size - 4] = WHITE  # on the down-right staircase
     batch = np.stack([board, broken, np.zeros_like(board)])
     kos = jnp.full(3, -1, jnp.int32)
     to_play = jnp.full(3, BLACK, jnp.int8)

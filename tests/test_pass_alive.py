@@ -448,7 +448,7 @@ def test_random_stones_match_reference():
     # Arbitrary stone patterns (chains without liberties included) stress the
     # region and chain bookkeeping beyond what legal play produces.
     rng = np.random.default_rng(7)
-    for size in (2, 3, 4, 5, 6, 9, 13, 19):
+    for size in (2, 3, 4, 5, 6, 9, 13, 19, 21, 25):
         for density in (0.3, 0.6, 0.85):
             board = rng.choice(
                 np.array([B, W, 0], np.int8),

@@ -847,6 +847,17 @@ def _random_game_liberties(size: int, rules: str, moves: int):
 
 
 @pytest.mark.parametrize("rules", ["tromp-taylor", "chinese"])
+def test_boards_up_to_25x25_keep_exact_liberties_and_larger_ones_are_refused(rules):
+    """21x21 and 25x25 games, captures included, keep the liberties of a full recount."""
+    for size in (21, 25):
+        one = _random_game_liberties(size, rules, size * size)
+        exact, removed = jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(size), 4))
+        assert np.asarray(exact).all() and np.asarray(removed).sum() > 20, size
+    with pytest.raises(ValueError, match=r"2\.\.25, got 26"):
+        gojax.new_game(26)
+
+
+@pytest.mark.parametrize("rules", ["tromp-taylor", "chinese"])
 def test_liberties_after_every_move_equal_a_full_recount(rules):
     """A move updates liberties around the played point and recounts only the boards where
     it removed stones (batched: gathered, up to B / 16 of them, else all): every path must
