@@ -460,6 +460,9 @@ def test_long_ladder_jit_and_vmap(size):
         one = features(batch[row])
         np.testing.assert_array_equal(laddered[row], one[0])
         np.testing.assert_array_equal(working[row], one[1])
+        ref = ref_ladder_features(batch[row], -1, BLACK)
+        np.testing.assert_array_equal(laddered[row], ref[0])
+        np.testing.assert_array_equal(working[row], ref[1])
 
 
 # ----------------------------------------------------------------------------
@@ -522,6 +525,20 @@ def test_random_positions_match_reference(size):
     rules = ["defender captures", "lower bound", "upper bound", "swap", "illegal", "abort"]
     rules += ["defender ko", "first move on ko", "ko cleared", "first move on cleared ko"]
     assert all(EVENTS[rule] > 0 for rule in rules), EVENTS
+
+
+def test_random_25x25_positions_match_reference():
+    """The largest board: full-budget scans equal the reference's (the small-board test
+    above covers aborted searches and ko; random 25x25 play rarely makes a ko)."""
+    boards, kos, to_play = random_positions(25, 16, seed=25)
+    laddered, working = batched_ladders(boards, kos, to_play, jnp.int32(LADDER_SEARCH_BUDGET))
+    chains = 0
+    for i in range(len(boards)):
+        ref = ref_ladder_features(boards[i], kos[i], to_play[i])
+        np.testing.assert_array_equal(laddered[i], ref[0], err_msg=f"position {i}")
+        np.testing.assert_array_equal(working[i], ref[1], err_msg=f"position {i}")
+        chains += int(ref[0].any()) + int(ref[1].any())
+    assert chains >= 10, chains  # the sample does hold ladders (20 here)
 
 
 def _while_conditions(jaxpr):
