@@ -585,3 +585,34 @@ def test_batched_scans_equal_one_board_at_a_time_and_step_only_one_stack_row():
     ]
     assert searches
     assert all(cond.out_avals[0].shape == () for cond in searches)
+
+
+@pytest.mark.parametrize("num_lanes", [1, 5, 48])
+def test_lanes_give_each_boards_in_order_answers_budget_aborts_included(num_lanes):
+    """Chains shared out among lanes from every board give each board's own in-order
+    answers, also where a 1-liberty search aborts on its budget and leaves KataGo's ko
+    point cleared for the board's later chains: there the lanes' first pass, which keeps
+    the ko point for every search, is wrong, and their second pass mends it."""
+    from gojax import _ladders
+
+    def scans(positions, budget):
+        boards, kos, to_play = (jnp.asarray(x) for x in positions)
+        roots = jax.vmap(_ladders._root)(boards, kos, to_play, jnp.full(len(kos), budget))
+        first = _ladders._lanes_pass(roots, num_lanes, jnp.ones(roots.board.shape, bool))
+        lanes = _ladders._scan_in_lanes(roots, num_lanes)
+        return (first.laddered, first.working), lanes, _ladders._scan_in_order(roots)
+
+    scans = fast_jit(scans)
+    plain = random_positions(9, 24, seed=11, at_ko=True)
+    # 6x6 games where, at a budget of 3, an abort does change a later chain's answer.
+    aborting = random_positions(6, 24, seed=1002, at_ko=True)
+    for positions, budget, first_pass_right in (
+        (plain, LADDER_SEARCH_BUDGET, True),
+        (aborting, 3, False),
+    ):
+        first, lanes, want = scans(positions, budget)
+        assert np.asarray(want[0]).any()
+        same = all(np.array_equal(a, b) for a, b in zip(first, want, strict=True))
+        assert same == first_pass_right, budget
+        for got, expected in zip(lanes, want, strict=True):
+            np.testing.assert_array_equal(got, expected, err_msg=f"budget {budget}")
