@@ -704,9 +704,10 @@ def test_handicap_points_other_sizes():
 
     assert names(13, 9) == "D4 K10 D10 K4 D7 K7 G4 G10 G7"
     assert names(8, 4) == "C3 F6 C6 F3"
+    assert names(25, 5) == "D4 W22 D22 W4 N13"  # GTP's placement goes up to 25x25
 
 
-@pytest.mark.parametrize("size, count", [(19, 1), (19, 10), (6, 2), (8, 5), (7, 5), (20, 2)])
+@pytest.mark.parametrize("size, count", [(19, 1), (19, 10), (6, 2), (8, 5), (7, 5), (26, 2)])
 def test_handicap_points_rejects_bad_requests(size, count):
     with pytest.raises(ValueError):
         gojax.handicap_points(size, count)
@@ -734,7 +735,7 @@ def test_handicap_game_starts_with_white_to_play(size, count):
 # Bad inputs.
 
 
-@pytest.mark.parametrize("size", [0, 1, 20, 25])
+@pytest.mark.parametrize("size", [0, 1, 26, 30])
 def test_bad_sizes_raise(size):
     with pytest.raises(ValueError):
         gojax.new_game(size)
