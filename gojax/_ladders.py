@@ -68,7 +68,7 @@ abort leaks (see above): a second pass over the same loop body, run only when
 some 1-liberty search aborted, keeps each board's answers those of its own
 scan in order. On accelerators there is one lane a board; on CPUs a quarter
 as many (an idle lane still costs vector work), and a call with up to four
-boards scans each board in order in one lane. Each lane
+boards scans each board's chains in order, one lane a board. Each lane
 keeps a snapshot of its position (stones, chain labels, per-stone liberty
 counts, ko point) and its candidate list (a point mask plus one explicit last
 candidate) per search node, in a stack of ``D = size*size*3//2`` entries: about
@@ -651,9 +651,9 @@ def _scan_in_lanes(roots: _Root, num_lanes: int) -> tuple[jax.Array, jax.Array]:
     return laddered, working
 
 
-# On a CPU an idle lane still costs its share of every iteration's vector work, and
-# fewer lanes than boards did best: K/4 lanes against one lane a board, 2.4 vs 3.5 ms a
-# 19x19 reference position under vmap at batch 32 (K = 96 boards; 9x9: 0.71 vs 0.64),
+# On a CPU an idle lane still costs its share of every iteration's vector work, so fewer
+# lanes than boards: K/4 lanes against one lane a board, 2.4 vs 3.5 ms a 19x19
+# reference position under vmap at batch 32 (K = 96 boards; 9x9 about even, 0.71 vs 0.64),
 # at least 4 and at most 64 of them (the stacks' memory). Up to 4 boards (one position's three
 # under lax.map) their own scans in order were faster than lanes (3.0 vs 3.4 ms). On an
 # accelerator an iteration costs about the same however many lanes run: one a board.
