@@ -67,6 +67,10 @@ def check_symmetry(symmetry: int | str) -> int | str:
     return int(symmetry)
 
 
+# On a CPU, batches smaller than this compute their features position after position.
+MIN_SHARED_BATCH_CPU = 8
+
+
 def batch_inputs(states: GoState) -> tuple[jax.Array, jax.Array]:
     """KataGo inputs of ``[B]`` states: ``spatial [B, N, N, 22]``, ``global [B, 19]``.
 
@@ -81,9 +85,6 @@ def batch_inputs(states: GoState) -> tuple[jax.Array, jax.Array]:
     if jax.default_backend() == "cpu" and states.board.shape[0] < MIN_SHARED_BATCH_CPU:
         return jax.lax.map(katago_inputs, states)
     return jax.vmap(katago_inputs)(states)
-
-
-MIN_SHARED_BATCH_CPU = 8
 
 
 def _apply_net(
