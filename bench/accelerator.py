@@ -298,7 +298,7 @@ def section_training(smoke: bool) -> dict:
     size, num_positions = sp_config.size, 4 if smoke else 256
     positions = net_bench.random_positions(size, num_positions, size * size // 3)
     features = jax.jit(batch_inputs)  # as the evaluator computes them
-    features_per_s = num_positions / best_time(features, positions, repeats=3)
+    features_per_s = num_positions / best_time(features, positions, repeats=1 if smoke else 3)
     print(f"  KataGo features, {size}x{size}, B={num_positions}: {features_per_s:,.0f} positions/s")
 
     _, first = selfplay(0)  # compiles
@@ -316,7 +316,7 @@ def section_training(smoke: bool) -> dict:
             box[0], metrics = step_fn(box[0], batch)
         return metrics
 
-    learner_seconds = best_time(learner_steps, repeats=3) / 4
+    learner_seconds = best_time(learner_steps, repeats=1 if smoke else 3) / 4
     simulations = f"{sp_config.search.num_simulations}/{sp_config.fast_simulations or 0} sims"
     result = {
         "config": f"go19_b10c128 ({'smoke: 5x5 tiny' if smoke else 'B=256, 8 moves'}, "
