@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))
 
 import board as board_bench  # noqa: E402  (bench/board.py)
 import net as net_bench  # noqa: E402  (bench/net.py)
+import selfplay as selfplay_bench  # noqa: E402  (bench/selfplay.py)
 from _timing import best_time  # noqa: E402
 
 import gojax  # noqa: E402
@@ -256,9 +257,9 @@ def section_training(smoke: bool) -> dict:
 
     Self-play: the recipe's games (playout-cap randomisation, KataGo features,
     ladders included) with fewer simulations and an 8-move cap, so that a call
-    ends in seconds whatever the speed; moves/s of a second call (the first
-    compiles). Learner: the recipe's train step and batch size on a batch drawn
-    from those games' replay, as the training loop draws it.
+    stays short; moves/s of a second call (the first compiles). Learner: the
+    recipe's train step and batch size on a batch drawn from those games'
+    replay, as the training loop draws it.
     """
     from gojax.evaluate import batch_inputs
     from train import loop
@@ -311,12 +312,11 @@ def section_training(smoke: bool) -> dict:
     step_fn = loop._train_step(spec, lconfig, mesh)
     box = [state]  # the step donates its state: thread it through the calls
 
-    def learner_steps():
-        for _ in range(4):
-            box[0], metrics = step_fn(box[0], batch)
+    def step():
+        box[0], metrics = step_fn(box[0], batch)
         return metrics
 
-    learner_seconds = best_time(learner_steps, repeats=1 if smoke else 3) / 4
+    samples_per_s = selfplay_bench.learner_rate(step, lconfig.batch_size, 1 if smoke else 3)
     simulations = f"{sp_config.search.num_simulations}/{sp_config.fast_simulations or 0} sims"
     result = {
         "config": f"go19_b10c128 ({'smoke: 5x5 tiny' if smoke else 'B=256, 8 moves'}, "
@@ -328,7 +328,7 @@ def section_training(smoke: bool) -> dict:
         "selfplay_compile_s": float(first["seconds"]),
         "selfplay_moves_per_s": float(stats["moves_per_second"]),
         "learner_batch": lconfig.batch_size,
-        "learner_samples_per_s": float(lconfig.batch_size / learner_seconds),
+        "learner_samples_per_s": float(samples_per_s),
     }
     print(
         f"  self-play {result['selfplay_moves_per_s']:,.0f} moves/s "

@@ -58,7 +58,7 @@ import numpy as np
 
 from gojax import sgf
 from gojax._atomic import atomic_file, write_atomic
-from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE, GoState, new_game, play, score
+from gojax._board import BLACK, WHITE, GoState, new_game, play, score
 from gojax._game import rules_of_record
 from gojax._replay import replay
 from gojax.cli import _positive, _symmetry_arg
@@ -115,8 +115,6 @@ def _read_game(path: Path) -> Game | str:
         record = sgf.load(path)
     except (sgf.SGFError, OSError):
         return "unreadable SGF"
-    if not MIN_SIZE <= record.size <= MAX_SIZE:
-        return f"board size outside {MIN_SIZE}..{MAX_SIZE}"
     outcome = sgf.result_winner(record.result)
     if outcome is None:
         return "no result"

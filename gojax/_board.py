@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from gojax._coords import MAX_SIZE, MIN_SIZE
 from gojax._rules import Rules, get_rules
 
 BLACK = 1
@@ -46,7 +47,6 @@ RECENT_MOVES = 8  # how many past actions the state remembers
 # where it removed stones; all of them when more need it): 16 was ~2% faster than 8 or 32
 # in a b1c16 search at batch 256, where ~1% of the moves capture.
 RECOUNT_DIVISOR = 16
-MIN_SIZE, MAX_SIZE = 2, 25
 
 
 @struct.dataclass

@@ -10,7 +10,8 @@ from the *bottom*, so ``A1`` is the bottom-left corner.
 from __future__ import annotations
 
 GTP_COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # no "I", as in GTP
-MAX_SIZE = 25
+# Board sides the whole project supports (rules, SGF, GTP, pictures); GTP's columns end at 25.
+MIN_SIZE, MAX_SIZE = 2, len(GTP_COLUMNS)
 
 
 def pass_action(size: int) -> int:

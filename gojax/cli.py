@@ -30,19 +30,11 @@ def _enable_compilation_cache() -> None:
 # gojax show
 
 
-def _check_size(path: str, size: int) -> None:
-    from gojax._board import MAX_SIZE, MIN_SIZE
-
-    if not MIN_SIZE <= size <= MAX_SIZE:
-        raise ValueError(f"{path}: board size {size} is not supported ({MIN_SIZE}..{MAX_SIZE})")
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     from gojax import _game, render, sgf
     from gojax._board import area
 
     record = sgf.load(args.file)
-    _check_size(args.file, record.size)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     print(render.state_to_text(state))
     black, white = (int(x) for x in area(state))
@@ -205,7 +197,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gojax.katago_model import load_model
 
     record = sgf.load(args.file)
-    _check_size(args.file, record.size)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     model = load_model(args.model)
     run = make_evaluator(model, symmetry=args.symmetry)

@@ -24,11 +24,10 @@ from xml.sax.saxutils import escape
 import numpy as np
 from numpy.typing import ArrayLike
 
-from gojax._coords import GTP_COLUMNS, MAX_SIZE, action_to_gtp
+from gojax._coords import GTP_COLUMNS, MAX_SIZE, MIN_SIZE, action_to_gtp
 
 __all__ = ["board_to_svg", "board_to_text", "save_svg", "state_to_svg", "state_to_text"]
 
-MIN_SIZE = 2
 HEATMAP_KINDS = ("ownership", "policy")
 
 # Colours of the SVG diagram.

@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gojax._coords import MAX_SIZE, action_to_sgf, sgf_to_action
+from gojax._coords import MAX_SIZE, MIN_SIZE, action_to_sgf, sgf_to_action
 
 __all__ = [
     "GameRecord",
@@ -48,8 +48,6 @@ __all__ = [
     "result_winner",
     "save",
 ]
-
-MIN_SIZE = 2
 
 
 class SGFError(ValueError):
