@@ -2,18 +2,27 @@
 
 For a KataGo-family net (b6c96 by default) on positions from random play, per
 board size and batch:
-  net       evaluations/s of the forward pass alone, the FLOPs per evaluation
-            (XLA's own count) and the achieved fraction of the float32 matmul
-            rate (a square matmul: the machine's practical peak for dense work
-            on this backend), the matmul timed in turn with each row's net;
+  net       evaluations/s of the forward pass alone, as inference runs it (on a
+            CPU, 3x3 convolutions by the native Winograd kernel, gojax.winograd);
+  xla conv  the same with XLA's direct convolutions, timed in turn with it;
+  FLOPs     per evaluation, XLA's count of the direct-convolution network (the
+            network's nominal cost; Winograd does fewer multiply-adds, 3.6x fewer
+            in the 3x3 convolutions on 19x19, so its "effective" fraction of the
+            matmul rate can pass 100%);
+  fraction  achieved over the float32 matmul rate (a square matmul: the
+            machine's practical peak for dense work), the matmul timed right
+            after each row's nets;
   features  KataGo's 22 + 19 inputs (ladders, pass-alive area, ...);
   evaluate  features + net + post-processing, as search calls it.
-KataGo's own CPU backend runs this network at about 208 evaluations/s with 2
-threads at batch 1 on 19x19 on the project's 2-core machines; that figure is
-printed beside ours for batch 1.
+KataGo's own CPU backend (Eigen, itself Winograd) runs this network at about 208
+evaluations/s with 2 threads at batch 1 on 19x19 on the project's 2-core
+machines (the figure given with the task); ``--katago BIN`` measures it here
+instead, in the same run, with KataGo's ``benchmark`` command (a KataGo built
+with its Eigen backend; not shipped with gojax).
 
     python bench/net.py                      # b6c96, 9x9 and 19x19, batches 1, 16, 256
     python bench/net.py --model g170-b6c96.bin.gz   # a real KataGo file
+    python bench/net.py --model g170-b6c96.bin.gz --katago ./katago
     python bench/net.py --smoke              # seconds, for CI
 
 The last line printed is one JSON object with every figure.
@@ -25,20 +34,57 @@ import argparse
 import functools
 import json
 import platform
+import re
+import subprocess
+import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _timing import best_time, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import (
+    best_time,
+    best_times,
+    cpu_name,
+)  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
+from gojax import winograd
 from gojax._atomic import write_atomic
 from gojax.evaluate import batch_inputs, evaluate
 
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the
-# project's 2-core machines (a figure given with the task; KataGo is not installed here).
+# project's 2-core machines (the figure given with the task; --katago measures it).
 KATAGO_CPU_B1_19X19 = 208
+
+
+def katago_rate(binary: str, model: str, threads: int = 2, visits: int = 300) -> float:
+    """KataGo's neural-net evaluations/s on this machine: its ``benchmark`` command on
+    ``model`` (19x19 positions from its built-in game) with ``threads`` search threads.
+
+    With the Eigen backend each search thread evaluates its own position (batch 1)
+    on one core, so 2 threads is KataGo's batch-1 rate on two cores. Raises
+    RuntimeError with KataGo's output when the run fails or prints no rate.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        config = f"{tmp}/benchmark.cfg"
+        with open(config, "w", encoding="utf-8") as handle:
+            handle.write(
+                f"logDir = {tmp}/logs\nlogToStderr = false\nnumSearchThreads = {threads}\n"
+            )
+        command = [binary, "benchmark", "-model", model, "-config", config]
+        command += ["-t", str(threads), "-v", str(visits)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as error:
+            raise RuntimeError(f"could not run {binary}: {error}") from error
+    text = done.stdout + done.stderr
+    rates = re.findall(
+        rf"numSearchThreads = +{threads}: 10 / 10 positions.*?nnEvals/s = ([0-9.]+)", text
+    )
+    if done.returncode != 0 or not rates:
+        raise RuntimeError(f"{binary} benchmark printed no nnEvals/s:\n{text[-2000:]}")
+    return float(rates[-1])
 
 
 def matmul_call(n: int, dtype=jnp.float32):
@@ -93,11 +139,18 @@ def main() -> None:
         help="time features and evaluate only up to this batch (ladder searches in random "
         "positions cost ~25 ms per 19x19 position on a CPU core)",
     )
+    parser.add_argument(
+        "--katago",
+        metavar="BIN",
+        help="a KataGo executable (Eigen backend): measure its rate on --model here",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.smoke:
         args.preset, args.size, args.batch, args.moves, args.repeats = "tiny", [9], [4], 20, 1
+    if args.katago and not args.model:
+        parser.error("--katago needs --model (KataGo reads the network from the file)")
 
     if args.model:
         from gojax.katago_model import load_model
@@ -107,6 +160,7 @@ def main() -> None:
     else:
         net = gnn.PRESETS[args.preset]()
         variables = net.init(jax.random.key(0), *gnn.example_inputs(net, 1, 19))
+        variables = gnn.with_winograd_kernels(net, variables)
         version, name = 8, args.preset
     params = sum(x.size for x in jax.tree.leaves(variables["params"]))
 
@@ -116,9 +170,12 @@ def main() -> None:
     print(f"{name}: {params:,} parameters; {jax.device_count()} device(s), {device.device_kind}")
     print(f"CPU: {cpu_name()}")
     print(f"float32 matmul rate measured here: {peak / 1e9:,.1f} GFLOP/s")
+    on_cpu = device.platform == "cpu"
+    if on_cpu:
+        print(f"Winograd convolutions: {'on' if winograd.available() else 'off'}")
     header = (
-        f"{'board':>6} {'batch':>6} {'net eval/s':>11} {'MFLOP/eval':>11} {'GFLOP/s':>8} "
-        f"{'of matmul':>10} {'features/s':>11} {'evaluate/s':>11}"
+        f"{'board':>6} {'batch':>6} {'net eval/s':>11} {'xla conv/s':>11} {'MFLOP/eval':>11} "
+        f"{'GFLOP/s':>8} {'of matmul':>10} {'xla conv':>9} {'features/s':>11} {'evaluate/s':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -129,6 +186,8 @@ def main() -> None:
         return gnn.apply_in_chunks(net, v, s, g, chunk=gnn.default_chunk(s.shape[1]))
 
     apply = jax.jit(chunked)
+    # The same passes traced under winograd.disabled() (below): XLA's convolutions throughout.
+    apply_xla = jax.jit(lambda v, s, g: chunked(v, s, g))
     plain = jax.jit(functools.partial(net.apply, train=False))
     features = jax.jit(batch_inputs)
     full = jax.jit(functools.partial(evaluate, net, version=version, symmetry=0))
@@ -141,9 +200,14 @@ def main() -> None:
             reps = -(-batch // base)
             spatial = jnp.tile(spatial, (reps, 1, 1, 1))[:batch]
             global_features = jnp.tile(global_features, (reps, 1))[:batch]
-            t_net = best_time(apply, variables, spatial, global_features, repeats=args.repeats)
-            # The matmul rate again, right after the net, so that the fraction compares the
-            # two under the same load (a shared host's speed drifts over minutes). Not
+            inputs = (variables, spatial, global_features)
+            with winograd.disabled():  # trace (and compile) the XLA-convolution pass here
+                jax.block_until_ready(apply_xla(*inputs))
+            times = best_times(
+                {"net": (apply, inputs), "xla": (apply_xla, inputs)}, repeats=args.repeats
+            )
+            # The matmul rate again, right after the nets, so that the fraction compares
+            # them under the same load (a shared host's speed drifts over minutes). Not
             # interleaved call by call: a 2048^2 matmul between batch-1 passes evicts the
             # net's weights from the caches (batch 1 on 19x19 ran at 229/s so, 413-422/s alone).
             row_peak = matmul_flops / best_time(matmul, *matmul_args, repeats=args.repeats)
@@ -151,33 +215,49 @@ def main() -> None:
             if timed:
                 t_features = best_time(features, states, repeats=args.repeats)
                 t_eval = best_time(full, variables, states, repeats=args.repeats)
-            # XLA counts a loop body once: take the FLOPs of the unchunked pass.
-            flops = net_flops(plain, variables, spatial, global_features)
-            achieved = flops / t_net
+            # XLA's count of the direct-convolution net; it counts a loop body once: take
+            # the unchunked pass.
+            with winograd.disabled():
+                flops = net_flops(plain, variables, spatial, global_features)
             row = {
                 "size": size,
                 "batch": batch,
-                "net_evals_per_s": batch / t_net,
+                "net_evals_per_s": batch / times["net"],
+                "xla_conv_evals_per_s": batch / times["xla"],
                 "mflops_per_eval": flops / batch / 1e6,
-                "net_gflops": achieved / 1e9,
+                "net_gflops": flops / times["net"] / 1e9,
                 "matmul_gflops": row_peak / 1e9,
-                "fraction_of_matmul": achieved / row_peak,
+                "fraction_of_matmul": flops / times["net"] / row_peak,
+                "xla_conv_fraction_of_matmul": flops / times["xla"] / row_peak,
                 "features_per_s": batch / t_features if timed else None,
                 "evaluate_per_s": batch / t_eval if timed else None,
             }
             rows.append(row)
             print(
                 f"{size:>4}x{size:<1} {batch:>6} {row['net_evals_per_s']:>11,.0f} "
-                f"{row['mflops_per_eval']:>11,.1f} {row['net_gflops']:>8,.1f} "
-                f"{row['fraction_of_matmul']:>10.1%} {_fmt(row['features_per_s']):>11} "
+                f"{row['xla_conv_evals_per_s']:>11,.0f} {row['mflops_per_eval']:>11,.1f} "
+                f"{row['net_gflops']:>8,.1f} {row['fraction_of_matmul']:>10.1%} "
+                f"{row['xla_conv_fraction_of_matmul']:>9.1%} {_fmt(row['features_per_s']):>11} "
                 f"{_fmt(row['evaluate_per_s']):>11}"
             )
+    if on_cpu:
+        print(
+            "(MFLOP/eval and the fractions count the direct convolutions; Winograd does fewer "
+            "multiply-adds, so 'of matmul' can pass 100%)"
+        )
+    katago, katago_source = KATAGO_CPU_B1_19X19, "given with the task, this machine class"
+    if args.katago:
+        try:
+            katago = katago_rate(args.katago, args.model)
+            katago_source = "measured here now, 2 threads"
+        except RuntimeError as error:
+            print(f"KataGo not measured: {error}")
     single = [r for r in rows if r["batch"] == 1 and r["size"] == 19]
     if single and name.startswith(("b6c96", "g170-b6c96")):
-        ratio = single[0]["net_evals_per_s"] / KATAGO_CPU_B1_19X19
+        ratio = single[0]["net_evals_per_s"] / katago
         print(
             f"batch 1, 19x19: {single[0]['net_evals_per_s']:,.0f} evaluations/s = {ratio:.2f}x "
-            f"KataGo's CPU backend ({KATAGO_CPU_B1_19X19}/s, 2 threads, same machine class)"
+            f"KataGo's CPU backend ({katago:,.0f}/s, {katago_source})"
         )
     result = {
         "benchmark": "net",
@@ -185,8 +265,10 @@ def main() -> None:
         "device": device.device_kind,
         "platform": platform.platform(),
         "cpu": cpu_name(),
+        "winograd": on_cpu and winograd.available(),
         "matmul_gflops": peak / 1e9,
-        "katago_cpu_b1_19x19": KATAGO_CPU_B1_19X19,
+        "katago_cpu_b1_19x19": katago,
+        "katago_source": katago_source,
         "rows": rows,
     }
     print(json.dumps(result))

@@ -23,6 +23,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from gojax.evaluate import AGZ
+from gojax.nn import with_winograd_kernels
 
 __all__ = ["TrainedModel", "load_trained_model"]
 
@@ -36,7 +37,7 @@ class TrainedModel:
 
     name: str
     preset: str
-    variables: dict[str, Any]  # {"params", "batch_stats"}
+    variables: dict[str, Any]  # {"params", "batch_stats"} (+ "winograd" on a CPU)
     version: int | str  # KATAGO_VERSION or gojax.evaluate.AGZ
     board_sizes: tuple[int, ...] | None  # None: any size the board supports (2..25)
     step: int
@@ -55,17 +56,19 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     unreadable checkpoint).
     """
     from train.checkpoint import restore_variables
-    from train.model import ModelSpec
+    from train.model import ModelSpec, build
 
     run = restore_variables(workdir, step)
     preset = run.config["model"]["preset"]
     spec = ModelSpec(preset)
     size = int(run.config["board"]["size"])
     name = f"{os.path.basename(os.path.normpath(os.fspath(workdir)))}@{run.step}"
+    module = build(spec)
     return TrainedModel(
         name=name,
         preset=preset,
-        variables=run.variables,
+        # On a CPU, with the Winograd-transformed kernels the convolutions read (computed once).
+        variables=with_winograd_kernels(module, run.variables),
         version=KATAGO_VERSION if spec.is_katago else AGZ,
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,

@@ -31,6 +31,7 @@ non-finite weight, unknown block kind, unsupported version) raises
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import re
 import zlib
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from gojax.nn import BN_EPSILON, GPOOL, ORDINARY, KataGoConfig, KataGoNet
+from gojax.nn import BN_EPSILON, GPOOL, ORDINARY, KataGoConfig, KataGoNet, with_winograd_kernels
 
 SUPPORTED_VERSIONS = (8, 9, 10)
 NUM_SPATIAL_V7 = 22
@@ -74,10 +75,12 @@ class KataGoModel:
     params: Params
     batch_stats: Params
 
-    @property
+    @functools.cached_property
     def variables(self) -> dict[str, Params]:
-        """``{"params": ..., "batch_stats": ...}`` for ``module().apply``."""
-        return {"params": self.params, "batch_stats": self.batch_stats}
+        """``{"params": ..., "batch_stats": ...}`` for ``module().apply``, plus on a CPU the
+        Winograd-transformed 3x3 kernels (``gojax.nn.with_winograd_kernels``, computed once)."""
+        base = {"params": self.params, "batch_stats": self.batch_stats}
+        return with_winograd_kernels(self.module(), base)
 
     def module(self, **kwargs: Any) -> KataGoNet:
         """The ``KataGoNet`` these parameters fit (kwargs: ``dtype``, ``bn_momentum``)."""

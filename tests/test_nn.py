@@ -264,8 +264,15 @@ def test_reference_model_loads_with_expected_shapes():
         lambda: module.init(jax.random.PRNGKey(0), *gnn.example_inputs(module, 1, 9))
     )
     as_shapes = lambda tree: jax.tree.map(lambda a: tuple(a.shape), tree)
-    assert as_shapes(init) == as_shapes(model.variables)
+    learned = {k: v for k, v in model.variables.items() if k != gnn.WINOGRAD}
+    assert as_shapes(init) == as_shapes(learned)
     assert model.config == module.config
+    # On a CPU, plus one transformed kernel [36, C_in, C_out] per 3x3 convolution.
+    if gnn.WINOGRAD in model.variables:
+        prepared = model.variables[gnn.WINOGRAD]
+        assert as_shapes(prepared["rconv1"]["w1"]) == {"u": (36, 96, 96)}
+        assert as_shapes(prepared["rconv3"]) == {"u": (36, 96, 96), "w2": {"u": (36, 64, 96)}}
+        assert len(jax.tree.leaves(prepared)) == 12
 
 
 def _corrupt(data: bytes, case: str) -> bytes:

@@ -1,0 +1,272 @@
+"""3x3 convolutions on the CPU by Winograd's F(4x4, 3x3), a native kernel called from XLA.
+
+A direct 3x3 convolution multiplies every board point by nine taps; Winograd's
+minimal filtering computes each 4x4 block of outputs from a 6x6 block of inputs
+with 36 products per channel pair instead of 144, and on a 19x19 board (25
+blocks) does 3.6x fewer multiply-adds than the direct form (9x9: 2.25x).
+KataGo's own CPU backend computes its convolutions this way. XLA's CPU backend
+does not, and written in jnp the transforms cost more than they save (the
+strided gathers and 36 small matmuls ran 0.5-1.5x the direct convolution), so
+``_winograd.cc`` does the whole convolution in one pass over cache-sized chunks
+of tiles, called through ``jax.ffi``.
+
+The kernel is compiled on first use with the system's C++ compiler (``$CXX`` or
+``c++``) for this CPU (``-march=native``) into a cache folder
+(``$GOJAX_WINOGRAD_CACHE``, else ``$XDG_CACHE_HOME/gojax``, else ``~/.cache/gojax``),
+keyed by the source, the flags, jaxlib and the CPU, and loaded from there
+afterwards. Without a compiler, with ``GOJAX_WINOGRAD=0``, on other
+platforms (GPU, TPU) or other dtypes, :func:`conv3x3` is XLA's direct
+convolution; results agree to float32 rounding (relative 1e-5).
+
+The kernel is the forward pass only: gradients are the direct convolution's
+(``jax.custom_vjp``), so training differentiates exactly what it always did.
+
+Shapes: ``x [..., H, W, C_in]`` (NHWC), ``kernel [3, 3, C_in, C_out]`` (HWIO, as
+``flax.linen.Conv``), transformed kernel ``u [36, C_in, C_out]``; C_in a multiple
+of 8 and C_out of 16 (every KataGo trunk: 32...512 channels).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import logging
+import math
+import os
+import platform
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_SOURCE = Path(__file__).with_name("_winograd.cc")
+_TARGET = "gojax_winograd_conv3x3"
+_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
+_log = logging.getLogger(__name__)
+
+# G (6x3): the kernel transform U = G g G^T of Lavin & Gray's F(4x4, 3x3).
+_G = np.array(
+    [
+        [1 / 4, 0, 0],
+        [-1 / 6, -1 / 6, -1 / 6],
+        [-1 / 6, 1 / 6, -1 / 6],
+        [1 / 24, 1 / 12, 1 / 6],
+        [1 / 24, -1 / 12, 1 / 6],
+        [0, 0, 1],
+    ]
+)
+
+_lock = threading.Lock()
+_state: dict[str, object] = {}
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("GOJAX_WINOGRAD_CACHE"):
+        return Path(os.environ["GOJAX_WINOGRAD_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gojax"
+
+
+def _cpu_signature() -> str:
+    """What ``-march=native`` depends on: the CPU's model name and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    wanted = ("model name", "flags", "Features", "CPU part")
+    lines = [line for line in text.splitlines() if line.split(":")[0].strip() in wanted]
+    return "\n".join(sorted(set(lines)))
+
+
+def _compile(compiler: str, flags: list[str], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        tmp_out = Path(tmp) / out.name
+        command = [compiler, *flags, f"-I{jax.ffi.include_dir()}", str(_SOURCE), "-o", str(tmp_out)]
+        subprocess.run(command, check=True, capture_output=True, timeout=300)
+        os.replace(tmp_out, out)  # atomic: a concurrent process sees all of it or none
+
+
+def _build() -> Path:
+    """The compiled library for this machine, compiled now if the cache lacks it."""
+    import jaxlib
+
+    compiler = os.environ.get("CXX", "c++")
+    source = _SOURCE.read_bytes()
+    errors = []
+    # -march=native where the compiler takes it (GCC, Clang on x86 and Arm), else generic.
+    for arch in (["-march=native"], []):
+        flags = [*_FLAGS, *arch]
+        key = hashlib.sha256(
+            b"\0".join(
+                [
+                    source,
+                    " ".join([compiler, *flags]).encode(),
+                    jaxlib.__version__.encode(),
+                    _cpu_signature().encode(),
+                ]
+            )
+        ).hexdigest()[:16]
+        path = (
+            _cache_dir() / f"winograd-{key}{'.dylib' if platform.system() == 'Darwin' else '.so'}"
+        )
+        if path.exists():
+            return path
+        try:
+            _compile(compiler, flags, path)
+            return path
+        except (OSError, subprocess.SubprocessError) as error:
+            stderr = getattr(error, "stderr", b"") or b""
+            errors.append(f"{' '.join(flags)}: {error} {stderr.decode(errors='replace')[-500:]}")
+    raise RuntimeError("could not compile the Winograd kernel:\n" + "\n".join(errors))
+
+
+def available() -> bool:
+    """Whether the native kernel is compiled, loaded and registered with XLA (CPU).
+
+    The first call compiles it if needed (a few seconds); a failure is logged
+    once with the compiler's message and :func:`conv3x3` falls back to XLA.
+    """
+    if os.environ.get("GOJAX_WINOGRAD") == "0":
+        return False
+    with _lock:
+        if "ok" not in _state:
+            try:
+                library = ctypes.cdll.LoadLibrary(str(_build()))
+                capsule = jax.ffi.pycapsule(library.GojaxWinogradConv3x3)
+                jax.ffi.register_ffi_target(_TARGET, capsule, platform="cpu")
+                _state["library"] = library  # keep it loaded
+                _state["ok"] = True
+            except (OSError, RuntimeError, AttributeError) as error:
+                _log.warning("Winograd convolutions off, XLA's used instead: %s", error)
+                _state["ok"] = False
+                _state["error"] = str(error)
+        return bool(_state["ok"])
+
+
+# Below about this many board points a call (e.g. one 9x9 board, 81, or three, 243) the
+# kernel is slower than XLA's: its transformed kernel is 4x the 3x3 one, and reading it
+# costs more than the multiplies it saves. Measured on b6c96 (2 cores): 9x9 at batch 3
+# 638 vs 721 evaluations/s, at batch 4 (324 points) 726 vs 689; 19x19 at batch 1 (361)
+# 223 vs 193.
+MIN_POINTS = 320
+
+_switch = threading.local()
+
+
+@contextlib.contextmanager
+def disabled():
+    """Within this block, functions traced take XLA's convolution (for comparisons).
+
+    Only traces made inside the block see it: a function ``jax.jit`` has already
+    traced for the same shapes keeps its compiled program.
+    """
+    before = getattr(_switch, "off", False)
+    _switch.off = True
+    try:
+        yield
+    finally:
+        _switch.off = before
+
+
+def applicable(x_shape: tuple[int, ...], x_dtype, kernel_shape: tuple[int, ...]) -> bool:
+    """Whether :func:`conv3x3` uses the native kernel for these shapes and dtype."""
+    kh, kw, c_in, c_out = kernel_shape
+    return (
+        (kh, kw) == (3, 3)
+        and jnp.dtype(x_dtype) == jnp.float32
+        and c_in % 8 == 0
+        and c_out % 16 == 0
+        and math.prod(x_shape[:-1]) >= MIN_POINTS
+        and not getattr(_switch, "off", False)
+        and available()
+    )
+
+
+def transform_kernel(kernel: jax.Array) -> jax.Array:
+    """``u [36, C_in, C_out]`` from ``kernel [3, 3, C_in, C_out]``: ``u[6a + b] = (G g G^T)[a, b]``.
+
+    Written as 36 sums of up to nine ``[C_in, C_out]`` slices, which XLA fuses into
+    one pass (an einsum with the 6x3 matrix ran ~40x slower on a CPU).
+    """
+    kernel = kernel.astype(jnp.float32)
+
+    def combine(row, slices):
+        terms = [slices[i] * np.float32(c) for i, c in enumerate(row) if c != 0]
+        return functools.reduce(jnp.add, terms)
+
+    taps = [[kernel[i, j] for j in range(3)] for i in range(3)]
+    rows = [[combine(_G[a], [taps[i][j] for i in range(3)]) for j in range(3)] for a in range(6)]
+    return jnp.stack([combine(_G[b], rows[a]) for a in range(6) for b in range(6)])
+
+
+def direct_conv3x3(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """XLA's 'same' cross-correlation, NHWC x HWIO (``flax.linen.Conv``'s arithmetic)."""
+    lead, spatial = x.shape[:-3], x.shape[-3:]
+    out = jax.lax.conv_general_dilated(
+        x.reshape(-1, *spatial), kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+    return out.reshape(*lead, *out.shape[1:])
+
+
+@jax.custom_batching.custom_vmap
+def _native(x: jax.Array, u: jax.Array) -> jax.Array:
+    out = jax.ShapeDtypeStruct((*x.shape[:-1], u.shape[-1]), jnp.float32)
+    return jax.ffi.ffi_call(_TARGET, out)(x, u)
+
+
+@_native.def_vmap
+def _native_vmap(axis_size, in_batched, x, u):
+    x_batched, u_batched = in_batched
+    if not x_batched:
+        x = jnp.broadcast_to(x, (axis_size, *x.shape))
+    if u_batched:  # a kernel per batch entry (vmap over parameters): one call each
+        return jax.lax.map(lambda xu: _native(*xu), (x, u)), True
+    return _native(x, u), True  # the kernel takes any leading dims: the batch is one more
+
+
+@jax.custom_vjp
+def _winograd_conv3x3(x: jax.Array, kernel: jax.Array, u: jax.Array) -> jax.Array:
+    return _native(x, u)
+
+
+def _forward(x, kernel, u):
+    return _native(x, u), (x, kernel, u)
+
+
+def _backward(residuals, grad):
+    x, kernel, u = residuals
+    _, pullback = jax.vjp(direct_conv3x3, x, kernel)
+    dx, dkernel = pullback(grad)
+    return dx, dkernel, jnp.zeros_like(u)  # u is derived from kernel: its share is in dkernel
+
+
+_winograd_conv3x3.defvjp(_forward, _backward)
+
+
+def conv3x3(x: jax.Array, kernel: jax.Array, u: jax.Array | None = None) -> jax.Array:
+    """'same' 3x3 cross-correlation ``[..., H, W, C_in] -> [..., H, W, C_out]``.
+
+    On a CPU, for float32, channel counts the kernel takes and at least
+    :data:`MIN_POINTS` board points, by the native Winograd kernel, reading
+    ``u = transform_kernel(kernel)`` when given (a network's prepared kernels,
+    see ``gojax.nn.with_winograd_kernels``) or computing it here; elsewhere
+    XLA's direct convolution. The platform is chosen when XLA lowers the
+    program, so one traced function serves CPUs and accelerators.
+    """
+    if not applicable(x.shape, x.dtype, kernel.shape):
+        return direct_conv3x3(x, kernel)
+
+    def on_cpu(x, kernel, u):
+        return _winograd_conv3x3(x, kernel, transform_kernel(kernel) if u is None else u)
+
+    def elsewhere(x, kernel, u):
+        return direct_conv3x3(x, kernel)
+
+    return jax.lax.platform_dependent(x, kernel, u, cpu=on_cpu, default=elsewhere)
