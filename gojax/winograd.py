@@ -150,12 +150,12 @@ def available() -> bool:
         return bool(_state["ok"])
 
 
-# Below about this many board points a call (e.g. one 9x9 board, 81, or three, 243) the
-# kernel is slower than XLA's: its transformed kernel is 4x the 3x3 one, and reading it
-# costs more than the multiplies it saves. Measured on b6c96 (2 cores): 9x9 at batch 3
-# 638 vs 721 evaluations/s, at batch 4 (324 points) 726 vs 689; 19x19 at batch 1 (361)
-# 223 vs 193.
-MIN_POINTS = 320
+# Below about this many board points a call (one 9x9 board, 81) the kernel is slower than
+# XLA's: its transformed kernel is 4x the 3x3 one, and reading it costs more than the
+# multiplies it saves. Measured on b6c96 (2 cores, evaluations/s, XLA vs Winograd): 9x9
+# batch 1 428 vs 216, batch 2 (162 points) 425 vs 482; 13x13 batch 1 (169) 374 vs 373;
+# 19x19 batch 1 (361) about 200 vs 250.
+MIN_POINTS = 160
 
 _switch = threading.local()
 

@@ -88,17 +88,17 @@ def test_gradients_are_the_direct_convolutions():
 
 
 def test_small_calls_other_dtypes_and_disabled_take_xla():
-    x, kernel = _arrays((3, 9, 9, 16), 16)  # 243 points < MIN_POINTS
-    assert 3 * 81 < winograd.MIN_POINTS <= 4 * 81
+    x, kernel = _arrays((1, 9, 9, 16), 16)  # 81 points < MIN_POINTS
+    assert 81 < winograd.MIN_POINTS <= 2 * 81
     assert not _uses_kernel(winograd.conv3x3, x, kernel)
-    x4 = jnp.concatenate([x, x[:1]])
-    assert _uses_kernel(winograd.conv3x3, x4, kernel)
-    assert not _uses_kernel(winograd.conv3x3, x4.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16))
+    x2 = jnp.concatenate([x, x])
+    assert _uses_kernel(winograd.conv3x3, x2, kernel)
+    assert not _uses_kernel(winograd.conv3x3, x2.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16))
     odd, odd_kernel = _arrays((4, 9, 9, 12), 16)  # C_in not a multiple of 8
     assert not _uses_kernel(winograd.conv3x3, odd, odd_kernel)
     with winograd.disabled():
-        assert not _uses_kernel(winograd.conv3x3, x4, kernel)
-    assert _uses_kernel(winograd.conv3x3, x4, kernel)
+        assert not _uses_kernel(winograd.conv3x3, x2, kernel)
+    assert _uses_kernel(winograd.conv3x3, x2, kernel)
 
 
 def test_accelerator_lowering_takes_xla_convolution():
