@@ -185,6 +185,9 @@ def applicable(x_shape: tuple[int, ...], x_dtype, kernel_shape: tuple[int, ...])
         and c_out % 16 == 0
         and math.prod(x_shape[:-1]) >= MIN_POINTS
         and not getattr(_switch, "off", False)
+        # Off the CPU the platform choice below would drop the kernel anyway: do not
+        # compile it on an accelerator's host.
+        and jax.default_backend() == "cpu"
         and available()
     )
 
