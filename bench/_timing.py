@@ -21,26 +21,33 @@ def best_time(fn, *args, repeats: int, warmup_s: float = 0.3) -> float:
     return best_times({"call": (fn, args)}, repeats=repeats, warmup_s=warmup_s)["call"]
 
 
-def best_times(calls: dict, *, repeats: int, warmup_s: float = 0.3) -> dict:
+def best_times(calls: dict, *, repeats: int, warmup_s: float = 0.3, min_s: float = 0.0) -> dict:
     """:func:`best_time` of several calls, timed in turn within each repeat.
 
     ``calls`` maps a name to ``(fn, args)``. Interleaving puts every call under
     the same machine conditions (a shared host's load drifts over seconds), so
     ratios between them are steadier than those of back-to-back best times.
+    ``min_s``: keep repeating until the calls have run that many seconds too.
     """
+    return {name: min(times) for name, times in call_times(calls, repeats, warmup_s, min_s).items()}
+
+
+def call_times(calls: dict, repeats: int, warmup_s: float = 0.3, min_s: float = 0.0) -> dict:
+    """Every timed run of :func:`best_times` (seconds, a list for each name)."""
     for fn, args in calls.values():
         jax.block_until_ready(fn(*args))
     start = time.perf_counter()
     while time.perf_counter() - start < warmup_s:
         for fn, args in calls.values():
             jax.block_until_ready(fn(*args))
-    best = dict.fromkeys(calls, float("inf"))
-    for _ in range(repeats):
+    times = {name: [] for name in calls}
+    start = time.perf_counter()
+    while len(times[next(iter(calls))]) < repeats or time.perf_counter() - start < min_s:
         for name, (fn, args) in calls.items():
-            start = time.perf_counter()
+            begin = time.perf_counter()
             jax.block_until_ready(fn(*args))
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            times[name].append(time.perf_counter() - begin)
+    return times
 
 
 def cpu_name() -> str:

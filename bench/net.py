@@ -3,7 +3,10 @@
 For a KataGo-family net (b6c96 by default) on positions from random play, per
 board size and batch:
   net       evaluations/s of the forward pass alone, as inference runs it (on a
-            CPU, 3x3 convolutions by the native Winograd kernel, gojax.winograd);
+            CPU, 3x3 convolutions by the native Winograd kernel, gojax.winograd),
+            from its best call; "median" from its median call (each path is
+            timed for at least --min-seconds: a batch-1 call takes ~3 ms, and
+            the best of a few such calls on a shared host swung by 1.7x);
   xla conv  the same with XLA's direct convolutions, timed in turn with it;
   FLOPs     per evaluation, XLA's count of the direct-convolution network (the
             network's nominal cost; Winograd does fewer multiply-adds, 3.6x fewer
@@ -16,7 +19,7 @@ board size and batch:
   evaluate  features + net + post-processing, as search calls it.
 KataGo's own CPU backend (Eigen, itself Winograd) runs this network at about 208
 evaluations/s with 2 threads at batch 1 on 19x19 on the project's 2-core
-machines (the figure given with the task); ``--katago BIN`` measures it here
+machines (the reference figure for this machine class); ``--katago BIN`` measures it here
 instead, in the same run, with KataGo's ``benchmark`` command (a KataGo built
 with its Eigen backend; not shipped with gojax).
 
@@ -43,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from _timing import (
     best_time,
-    best_times,
+    call_times,
     cpu_name,
 )  # bench/_timing.py (scripts run with bench/ on the path)
 
@@ -54,7 +57,7 @@ from gojax._atomic import write_atomic
 from gojax.evaluate import batch_inputs, evaluate
 
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the
-# project's 2-core machines (the figure given with the task; --katago measures it).
+# project's 2-core machines (the reference figure for that machine class; --katago measures it).
 KATAGO_CPU_B1_19X19 = 208
 
 
@@ -133,6 +136,12 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=120, help="random moves per position")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
+        "--min-seconds",
+        type=float,
+        default=1.0,
+        help="time each forward pass for at least this long (and --repeats calls)",
+    )
+    parser.add_argument(
         "--features-max-batch",
         type=int,
         default=64,
@@ -174,7 +183,8 @@ def main() -> None:
     if on_cpu:
         print(f"Winograd convolutions: {'on' if winograd.available() else 'off'}")
     header = (
-        f"{'board':>6} {'batch':>6} {'net eval/s':>11} {'xla conv/s':>11} {'MFLOP/eval':>11} "
+        f"{'board':>6} {'batch':>6} {'net eval/s':>11} {'median':>8} {'xla conv/s':>11} "
+        f"{'MFLOP/eval':>11} "
         f"{'GFLOP/s':>8} {'of matmul':>10} {'xla conv':>9} {'features/s':>11} {'evaluate/s':>11}"
     )
     print(header)
@@ -203,9 +213,12 @@ def main() -> None:
             inputs = (variables, spatial, global_features)
             with winograd.disabled():  # trace (and compile) the XLA-convolution pass here
                 jax.block_until_ready(apply_xla(*inputs))
-            times = best_times(
-                {"net": (apply, inputs), "xla": (apply_xla, inputs)}, repeats=args.repeats
+            runs = call_times(
+                {"net": (apply, inputs), "xla": (apply_xla, inputs)},
+                args.repeats,
+                min_s=0.0 if args.smoke else args.min_seconds,
             )
+            times = {name: min(t) for name, t in runs.items()}
             # The matmul rate again, right after the nets, so that the fraction compares
             # them under the same load (a shared host's speed drifts over minutes). Not
             # interleaved call by call: a 2048^2 matmul between batch-1 passes evicts the
@@ -223,6 +236,7 @@ def main() -> None:
                 "size": size,
                 "batch": batch,
                 "net_evals_per_s": batch / times["net"],
+                "net_evals_per_s_median": batch / float(np.median(runs["net"])),
                 "xla_conv_evals_per_s": batch / times["xla"],
                 "mflops_per_eval": flops / batch / 1e6,
                 "net_gflops": flops / times["net"] / 1e9,
@@ -235,6 +249,7 @@ def main() -> None:
             rows.append(row)
             print(
                 f"{size:>4}x{size:<1} {batch:>6} {row['net_evals_per_s']:>11,.0f} "
+                f"{row['net_evals_per_s_median']:>8,.0f} "
                 f"{row['xla_conv_evals_per_s']:>11,.0f} {row['mflops_per_eval']:>11,.1f} "
                 f"{row['net_gflops']:>8,.1f} {row['fraction_of_matmul']:>10.1%} "
                 f"{row['xla_conv_fraction_of_matmul']:>9.1%} {_fmt(row['features_per_s']):>11} "
@@ -245,7 +260,7 @@ def main() -> None:
             "(MFLOP/eval and the fractions count the direct convolutions; Winograd does fewer "
             "multiply-adds, so 'of matmul' can pass 100%)"
         )
-    katago, katago_source = KATAGO_CPU_B1_19X19, "given with the task, this machine class"
+    katago, katago_source = KATAGO_CPU_B1_19X19, "the reference figure for this machine class"
     if args.katago:
         try:
             katago = katago_rate(args.katago, args.model)
@@ -254,10 +269,11 @@ def main() -> None:
             print(f"KataGo not measured: {error}")
     single = [r for r in rows if r["batch"] == 1 and r["size"] == 19]
     if single and name.startswith(("b6c96", "g170-b6c96")):
-        ratio = single[0]["net_evals_per_s"] / katago
+        best, median = single[0]["net_evals_per_s"], single[0]["net_evals_per_s_median"]
         print(
-            f"batch 1, 19x19: {single[0]['net_evals_per_s']:,.0f} evaluations/s = {ratio:.2f}x "
-            f"KataGo's CPU backend ({katago:,.0f}/s, {katago_source})"
+            f"batch 1, 19x19: {best:,.0f} evaluations/s = {best / katago:.2f}x KataGo's CPU "
+            f"backend ({katago:,.0f}/s, {katago_source}); median call {median:,.0f}/s = "
+            f"{median / katago:.2f}x"
         )
     result = {
         "benchmark": "net",

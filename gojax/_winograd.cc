@@ -12,7 +12,9 @@
 //
 // Layouts: x [..., H, W, C_in] (NHWC, leading dims flattened), u [36, C_in, C_out]
 // (u[6 * a + b] = (G g G^T)[a, b]), y [..., H, W, C_out]. C_in and C_out must be
-// multiples of 8 and 16 (checked in Python and here).
+// multiples of 8 and 16 (checked in Python and here). Instead of u the kernel takes
+// g [3, 3, C_in, C_out] (HWIO) and transforms each work item's slice of it into its
+// cache: 4x less to read where each transformed weight serves few tiles (batch 1).
 //
 // Work items are chunks of up to kMaxTileRows tiles (and, when there are fewer
 // chunks than threads, slices of the output channels). The caller's thread and
@@ -79,8 +81,13 @@ inline void micro_kernel(const float* __restrict a, int lda, const float* __rest
 
 // out[rows x cols] = a[rows x depth] * b[depth x cols]: a and out dense, b's rows ldb
 // apart; cols a multiple of 16.
-void gemm(const float* a, const float* b, int ldb, float* out, int rows, int depth, int cols) {
+void gemm(const float* a, const float* b, int ldb, float* out, int rows, int depth, int cols,
+          const float* next_b) {
   for (int col = 0; col < cols; col += kColBlock) {
+    // Ask for the next block of b now: it is read after this one's row blocks.
+    const float* ahead = col + kColBlock < cols ? b + col + kColBlock : next_b;
+    if (ahead)
+      for (int c = 0; c < depth; ++c) __builtin_prefetch(ahead + c * ldb);
     int row = 0;
     for (; row + kRowBlock <= rows; row += kRowBlock)
       micro_kernel<kRowBlock>(a + row * depth, depth, b + col, ldb, out + row * cols + col, cols,
@@ -129,19 +136,54 @@ inline void output_rows(const float* __restrict m, int64_t step, float* __restri
   }
 }
 
+// t[a] = (G g)[a], a < 6, for three vectors g[0..2] (G: Lavin & Gray's 6x3 kernel matrix).
+inline void kernel_rows(const v8 g0, const v8 g1, const v8 g2, v8 t[6]) {
+  const v8 outer = g0 + g2;
+  t[0] = 0.25f * g0;
+  t[1] = (outer + g1) * (-1.f / 6.f);
+  t[2] = (outer - g1) * (-1.f / 6.f);
+  const v8 quarter = g0 * (1.f / 24.f) + g2 * (1.f / 6.f), half = g1 * (1.f / 12.f);
+  t[3] = quarter + half;
+  t[4] = quarter - half;
+  t[5] = g2;
+}
+
+// out[c, p, 0:cols] = (G g[:, :, c, k0:k0 + cols] G^T)[p] for p < 36: the transformed
+// kernel of output channels [k0, k0 + cols), from g [3, 3, C_in, C_out] (HWIO).
+void transform_kernel_slice(const float* g, int64_t c_in, int64_t c_out, int k0, int cols,
+                            float* __restrict out) {
+  const int64_t tap = c_in * c_out;  // g[i, j] to g[i, j + 1]
+  for (int64_t c = 0; c < c_in; ++c)
+    for (int k = 0; k < cols; k += 8) {
+      const float* gc = g + c * c_out + k0 + k;
+      v8 rows[6][3];  // rows[a][j] = (G g)[a, j]
+      for (int j = 0; j < 3; ++j) {
+        v8 t[6];
+        kernel_rows(load(gc + j * tap), load(gc + (3 + j) * tap), load(gc + (6 + j) * tap), t);
+        for (int a = 0; a < 6; ++a) rows[a][j] = t[a];
+      }
+      for (int a = 0; a < 6; ++a) {
+        v8 t[6];
+        kernel_rows(rows[a][0], rows[a][1], rows[a][2], t);
+        for (int b = 0; b < 6; ++b) store(out + (c * kPoints + 6 * a + b) * cols + k, t[b]);
+      }
+    }
+}
+
 struct Shape {
   int64_t boards, height, width, c_in, c_out, tiles_y, tiles_x;
   int64_t tiles() const { return boards * tiles_y * tiles_x; }
 };
 
 struct Workspace {
-  std::vector<float> patch, half, v, m, out_half, out_tile;
+  std::vector<float> patch, half, v, m, out_half, out_tile, u;
 };
 
 // Output channels [k0, k0 + c_out) of tiles [first, first + count) of the flattened
-// (board, tile row, tile column) order.
-void convolve_chunk(const Shape& s, const float* x, const float* u, float* y, int64_t first,
-                    int count, int k0, int c_out, Workspace& w) {
+// (board, tile row, tile column) order. The kernel is either u [36, C_in, C_out],
+// transformed already, or (u null) g [3, 3, C_in, C_out], whose slice is transformed here.
+void convolve_chunk(const Shape& s, const float* x, const float* u, const float* g, float* y,
+                    int64_t first, int count, int k0, int c_out, Workspace& w) {
   const int c_in = static_cast<int>(s.c_in);
   w.patch.resize(kPoints * c_in);
   w.half.resize(kPoints * c_in);
@@ -185,10 +227,20 @@ void convolve_chunk(const Shape& s, const float* x, const float* u, float* y, in
                  static_cast<int64_t>(count) * c_in, c_in);
   }
   // The 36 products: m[p] = v[p] u[p].
+  const float* ub = u + k0;
+  int ldu = static_cast<int>(s.c_out);
+  if (u == nullptr) {
+    w.u.resize(static_cast<size_t>(kPoints) * c_in * c_out);
+    transform_kernel_slice(g, c_in, s.c_out, k0, c_out, w.u.data());
+    ub = w.u.data();
+  }
+  // u[p] starts at ub + p * u_point, its rows ldu apart.
+  const int64_t u_point = u ? c_in * s.c_out : c_out;
+  if (!u) ldu = kPoints * c_out;
   for (int p = 0; p < kPoints; ++p)
-    gemm(w.v.data() + static_cast<int64_t>(p) * count * c_in,
-         u + static_cast<int64_t>(p) * c_in * s.c_out + k0, static_cast<int>(s.c_out),
-         w.m.data() + static_cast<int64_t>(p) * count * c_out, count, c_in, c_out);
+    gemm(w.v.data() + static_cast<int64_t>(p) * count * c_in, ub + p * u_point, ldu,
+         w.m.data() + static_cast<int64_t>(p) * count * c_out, count, c_in, c_out,
+         p + 1 < kPoints ? ub + (p + 1) * u_point : nullptr);
   // Output transform, written in place where the 4x4 block lies on the board.
   const int64_t point_step = static_cast<int64_t>(count) * c_out;  // m[p] to m[p + 1]
   for (int r = 0; r < count; ++r) {
@@ -221,7 +273,8 @@ void convolve_chunk(const Shape& s, const float* x, const float* u, float* y, in
 struct Job {
   Shape shape;
   const float* x;
-  const float* u;
+  const float* u;  // u [36, C_in, C_out], or null and g [3, 3, C_in, C_out]
+  const float* g;
   float* y;
   int64_t items, chunk_tiles;
   int parts, part_cols;  // output channels in `parts` slices of `part_cols`
@@ -237,7 +290,7 @@ struct Job {
       const int part = static_cast<int>(item % parts);
       const int64_t first = chunk * chunk_tiles;
       const int count = static_cast<int>(std::min<int64_t>(chunk_tiles, shape.tiles() - first));
-      convolve_chunk(shape, x, u, y, first, count, part * part_cols, part_cols, workspace);
+      convolve_chunk(shape, x, u, g, y, first, count, part * part_cols, part_cols, workspace);
       if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == items) {
         std::lock_guard<std::mutex> lock(mutex);
         all_done.notify_all();
@@ -259,17 +312,18 @@ struct Job {
   }
 };
 
-ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> u,
+// w: the transformed kernel u [36, C_in, C_out], or the kernel g [3, 3, C_in, C_out]
+// itself, transformed slice by slice as the work needs it (see kernel_from_g in Python).
+ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
                    ffi::ResultBuffer<ffi::F32> y) {
   const auto xd = x.dimensions();
-  const auto ud = u.dimensions();
-  if (xd.size() < 3 || ud.size() < 3)
-    return ffi::Error::InvalidArgument("winograd conv3x3: x needs [..., H, W, C], u [36, C, K]");
-  int64_t lead_u = 1;
-  for (size_t i = 0; i + 3 < ud.size(); ++i) lead_u *= ud[i];
+  const auto ud = w.dimensions();
   const int64_t n = ud.size();
-  if (lead_u != 1 || ud[n - 3] != kPoints)
-    return ffi::Error::InvalidArgument("winograd conv3x3: u must be one [36, C_in, C_out] kernel");
+  const bool is_u = n == 3 && ud[0] == kPoints;
+  const bool is_g = n == 4 && ud[0] == 3 && ud[1] == 3;
+  if (xd.size() < 3 || !(is_u || is_g))
+    return ffi::Error::InvalidArgument(
+        "winograd conv3x3: x needs [..., H, W, C], the kernel [36, C, K] or [3, 3, C, K]");
   Shape s;
   const int64_t m = xd.size();
   s.height = xd[m - 3];
@@ -287,9 +341,10 @@ ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ff
 
   const int64_t threads = std::max<int64_t>(1, pool.num_threads());
   // Few tiles (a 19x19 board, four 9x9 ones): one chunk, its output channels split over
-  // the threads, so that each thread reads its slice of u once (u, 4x the 3x3 kernel,
-  // is then the main read: 19x19 batch 1 ran 183-199 evaluations/s with a chunk a thread,
-  // 237-260 so). More: chunks of at most kMaxTileRows tiles, about two a thread.
+  // the threads, so that each thread reads (or transforms) its slice of the kernel once
+  // (19x19 batch 1 ran 183-199 evaluations/s with a chunk a thread, 237-260 so, when it
+  // read u). More: chunks of at most kMaxTileRows tiles, about two a thread. Python hands
+  // g for the first case (SMALL_TILES = kSmallTiles), u for the second.
   int64_t per_chunk = s.tiles();
   if (s.tiles() > kSmallTiles) {
     per_chunk = (s.tiles() + 2 * threads - 1) / (2 * threads);
@@ -305,14 +360,17 @@ ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ff
   auto job = std::make_shared<Job>();
   job->shape = s;
   job->x = x.typed_data();
-  job->u = u.typed_data();
+  job->u = is_u ? w.typed_data() : nullptr;
+  job->g = is_g ? w.typed_data() : nullptr;
   job->y = y->typed_data();
   job->chunk_tiles = per_chunk;
   job->parts = parts;
   job->part_cols = static_cast<int>(s.c_out / parts);
   job->items = chunks * parts;
-  // A helper costs a thread wake-up (tens of microseconds): only for enough work.
-  const double flops = 2.0 * kPoints * s.tiles() * s.c_in * s.c_out;
+  // A helper costs a thread wake-up (tens of microseconds): only for enough work. A
+  // kernel transformed here counts as about 10 flops a transformed weight (its stores).
+  double flops = 2.0 * kPoints * s.tiles() * s.c_in * s.c_out;
+  if (is_g) flops += 10.0 * kPoints * s.c_in * s.c_out;
   const int64_t workers = std::max<int64_t>(1, static_cast<int64_t>(flops / kMinFlopsPerThread));
   const int64_t helpers = std::min({threads, job->items, workers}) - 1;
   for (int64_t i = 0; i < helpers; ++i) pool.Schedule([job] { job->work(); });

@@ -44,6 +44,8 @@ def test_net_bench_rows_compare_with_their_own_matmul():
     result = run_bench("net.py")
     (row,) = result["rows"]
     assert row["size"] == 9 and row["batch"] == 4 and row["net_evals_per_s"] > 0
+    # The best call is at least as fast as the median one.
+    assert 0 < row["net_evals_per_s_median"] <= row["net_evals_per_s"]
     assert row["mflops_per_eval"] > 0 and row["matmul_gflops"] > 0
     # The fraction is the row's own achieved rate over the matmul timed right after it.
     assert row["fraction_of_matmul"] == pytest.approx(row["net_gflops"] / row["matmul_gflops"])

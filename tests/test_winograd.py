@@ -65,6 +65,22 @@ def test_given_transformed_kernel_and_many_threads_of_work():
     assert _relative_error(other, 2 * got) < 1e-6
 
 
+@pytest.mark.parametrize(
+    "shape,c_out", [((1, 19, 19, 96), 96), ((4, 9, 9, 32), 48), ((2, 19, 19, 96), 96)]
+)
+def test_few_tiles_transform_the_3x3_kernel_in_the_call(shape, c_out):
+    # Up to SMALL_TILES output blocks the kernel transforms g itself (a given u is not
+    # read); beyond, it reads u.
+    x, kernel = _arrays(shape, c_out, seed=4)
+    few = winograd._tiles(shape) <= winograd.SMALL_TILES
+    assert few == (shape[0] != 2)  # 25, 36 and 50 blocks
+    u = winograd.transform_kernel(kernel)
+    got = jax.jit(winograd.conv3x3)(x, kernel, u)
+    assert _relative_error(got, winograd.direct_conv3x3(x, kernel)) < 2e-5
+    other = jax.jit(winograd.conv3x3)(x, kernel, 2 * u)
+    assert _relative_error(other, got if few else 2 * got) < 1e-6
+
+
 def test_vmap_over_inputs_and_over_kernels():
     x, kernel = _arrays((4, 9, 9, 32), 32, seed=2)
     want = winograd.direct_conv3x3(x, kernel)
