@@ -20,6 +20,7 @@ import dataclasses
 import os
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from gojax.evaluate import AGZ
@@ -67,8 +68,9 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     return TrainedModel(
         name=name,
         preset=preset,
-        # On a CPU, with the Winograd-transformed kernels the convolutions read (computed once).
-        variables=with_winograd_kernels(module, run.variables),
+        # Device arrays (a jitted call copies numpy arguments in anew at every call) and, on
+        # a CPU, the Winograd-transformed kernels the convolutions read (computed once).
+        variables=with_winograd_kernels(module, jax.device_put(run.variables)),
         version=KATAGO_VERSION if spec.is_katago else AGZ,
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,

@@ -230,6 +230,8 @@ def test_area_planes_matter():
 
 def test_reference_model_loads_with_expected_shapes():
     model = reference_model()
+    # What apply takes is on the device already: numpy arguments are copied in at every call.
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(model.variables))
     assert model.name == "g170-b6c96-s175395328-d26788732"
     assert (model.version, model.num_spatial, model.num_global) == (8, 22, 19)
     cfg = model.config

@@ -42,6 +42,7 @@ def test_loads_the_newest_checkpoint_as_an_agz_model(run_dir):
     model = load_trained_model(run_dir)
     assert model.step == 2 and model.version == AGZ and model.board_sizes == (5,)
     assert model.name.endswith("@2")
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(model.variables))
     with pytest.raises(ValueError, match="no checkpoint at step 7"):
         load_trained_model(run_dir, 7)
 
