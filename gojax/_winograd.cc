@@ -79,28 +79,38 @@ inline void micro_kernel(const float* __restrict a, int lda, const float* __rest
   }
 }
 
+template <int ROWS>
+inline void row_block(const float* a, int depth, const float* b, int ldb, float* out, int cols,
+                      int col) {
+  micro_kernel<ROWS>(a, depth, b + col, ldb, out + col, cols, depth);
+}
+
 // out[rows x cols] = a[rows x depth] * b[depth x cols]: a and out dense, b's rows ldb
-// apart; cols a multiple of 16.
+// apart; cols a multiple of 16. Rows go in blocks of as equal sizes as six at most
+// allows (25 = 5 x 5, not 4 x 6 + 1): a block of fewer than four rows has too few
+// independent sums to hide the multiply-add latency, and one row cost 2/3 of six.
+// next_b: the b of the next call, prefetched during the last column block.
 void gemm(const float* a, const float* b, int ldb, float* out, int rows, int depth, int cols,
           const float* next_b) {
+  const int blocks = (rows + kRowBlock - 1) / kRowBlock;
   for (int col = 0; col < cols; col += kColBlock) {
     // Ask for the next block of b now: it is read after this one's row blocks.
     const float* ahead = col + kColBlock < cols ? b + col + kColBlock : next_b;
     if (ahead)
       for (int c = 0; c < depth; ++c) __builtin_prefetch(ahead + c * ldb);
-    int row = 0;
-    for (; row + kRowBlock <= rows; row += kRowBlock)
-      micro_kernel<kRowBlock>(a + row * depth, depth, b + col, ldb, out + row * cols + col, cols,
-                              depth);
-    const float* ar = a + row * depth;
-    float* orow = out + row * cols + col;
-    switch (rows - row) {
-      case 1: micro_kernel<1>(ar, depth, b + col, ldb, orow, cols, depth); break;
-      case 2: micro_kernel<2>(ar, depth, b + col, ldb, orow, cols, depth); break;
-      case 3: micro_kernel<3>(ar, depth, b + col, ldb, orow, cols, depth); break;
-      case 4: micro_kernel<4>(ar, depth, b + col, ldb, orow, cols, depth); break;
-      case 5: micro_kernel<5>(ar, depth, b + col, ldb, orow, cols, depth); break;
-      default: break;
+    for (int block = 0, row = 0; block < blocks; ++block) {
+      const int size = (rows - row) / (blocks - block);  // the larger sizes come last
+      const float* ar = a + row * depth;
+      float* orow = out + row * cols;
+      switch (size) {
+        case 6: row_block<6>(ar, depth, b, ldb, orow, cols, col); break;
+        case 5: row_block<5>(ar, depth, b, ldb, orow, cols, col); break;
+        case 4: row_block<4>(ar, depth, b, ldb, orow, cols, col); break;
+        case 3: row_block<3>(ar, depth, b, ldb, orow, cols, col); break;
+        case 2: row_block<2>(ar, depth, b, ldb, orow, cols, col); break;
+        default: row_block<1>(ar, depth, b, ldb, orow, cols, col); break;
+      }
+      row += size;
     }
   }
 }

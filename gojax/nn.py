@@ -273,19 +273,27 @@ def _convolve(x: jax.Array, kernel: jax.Array) -> jax.Array:
     )
 
 
-def _conv_by(module: nn.Module, x: jax.Array, kernel: jax.Array) -> jax.Array:
+def _conv_by(
+    module: nn.Module, x: jax.Array, kernel: jax.Array, keep_kernel: bool = False
+) -> jax.Array:
     """``module``'s 'same' convolution of ``x`` by ``kernel``: Winograd on a CPU for 3x3.
 
     3x3 kernels go to :func:`gojax.winograd.conv3x3` (XLA's convolution off the
     CPU, for other dtypes or channel counts), with the transformed kernel the
     module holds in the ``winograd`` collection when :func:`with_winograd_kernels`
     prepared one, else transformed in the call (~0.1 ms a 96x96 kernel: noticeable
-    at batch 1, nothing at batch 256).
+    at batch 1, nothing at batch 256). ``keep_kernel``: ``kernel`` is computed from
+    parameters (two kernels side by side): prepare it too, since calls on a few
+    boards read it instead of ``u`` (see ``gojax.winograd.SMALL_TILES``).
     """
     if not winograd.applicable(x.shape, x.dtype, kernel.shape):
         return _convolve(x, kernel)
     if module.is_mutable_collection(WINOGRAD) and not module.is_initializing():
         module.put_variable(WINOGRAD, "u", winograd.transform_kernel(kernel))
+        if keep_kernel:
+            module.put_variable(WINOGRAD, "kernel", kernel)
+    if module.has_variable(WINOGRAD, "kernel"):
+        kernel = module.get_variable(WINOGRAD, "kernel")
     u = module.get_variable(WINOGRAD, "u") if module.has_variable(WINOGRAD, "u") else None
     return winograd.conv3x3(x, kernel, u)
 
@@ -342,7 +350,9 @@ class _GPoolBlock(nn.Module):
         w1b = _Kernel(cfg.gpool_channels, k, name="w1b")(a.shape[-1])
         both = jnp.concatenate([w1a, w1b], axis=-1).astype(self.dtype)
         r, g = jnp.split(
-            _conv_by(self, a.astype(self.dtype), both), [cfg.regular_channels], axis=-1
+            _conv_by(self, a.astype(self.dtype), both, keep_kernel=True),
+            [cfg.regular_channels],
+            axis=-1,
         )
         g = bnr("norm1b", g)
         pooled = global_pool(g, mask)  # [B, 3 * gpool_channels]
@@ -650,9 +660,12 @@ def with_winograd_kernels(module: nn.Module, variables: Any) -> Any:
     The transformed kernels (``[36, C_in, C_out]`` each, 4x the 3x3 weights) are
     read by the convolutions instead of being transformed in every call: on
     19x19 at batch 1, b6c96's twelve 96x96 transforms would cost about as much
-    as its convolutions. They are derived data: recompute them after the
-    parameters change (training does not use them), and leave them out of
-    checkpoints.
+    as its convolutions. With them go the global-pooling blocks' first two kernels
+    side by side (the one kernel their joint call reads; concatenated in every call
+    otherwise). They are derived data, for inference: recompute them after the
+    parameters change, leave them out of checkpoints, and leave them out of
+    variables you differentiate (the side-by-side copy does not lead back to the
+    parameters; training never adds them).
     """
     if jax.default_backend() != "cpu" or not winograd.available():
         return variables

@@ -269,12 +269,20 @@ def test_reference_model_loads_with_expected_shapes():
     learned = {k: v for k, v in model.variables.items() if k != gnn.WINOGRAD}
     assert as_shapes(init) == as_shapes(learned)
     assert model.config == module.config
-    # On a CPU, plus one transformed kernel [36, C_in, C_out] per 3x3 convolution.
+    # On a CPU, plus one transformed kernel [36, C_in, C_out] per 3x3 convolution, and
+    # the global-pooling blocks' two first kernels side by side, as their one call reads them.
     if gnn.WINOGRAD in model.variables:
         prepared = model.variables[gnn.WINOGRAD]
         assert as_shapes(prepared["rconv1"]["w1"]) == {"u": (36, 96, 96)}
-        assert as_shapes(prepared["rconv3"]) == {"u": (36, 96, 96), "w2": {"u": (36, 64, 96)}}
-        assert len(jax.tree.leaves(prepared)) == 12
+        assert as_shapes(prepared["rconv3"]) == {
+            "u": (36, 96, 96),
+            "kernel": (3, 3, 96, 96),
+            "w2": {"u": (36, 64, 96)},
+        }
+        assert len(jax.tree.leaves(prepared)) == 14
+        params = model.variables["params"]["rconv3"]
+        side_by_side = np.concatenate([params["w1a"]["kernel"], params["w1b"]["kernel"]], -1)
+        np.testing.assert_array_equal(prepared["rconv3"]["kernel"], side_by_side)
 
 
 def _corrupt(data: bytes, case: str) -> bytes:

@@ -133,8 +133,10 @@ def test_network_with_prepared_kernels_matches_xla(preset):
     variables = net.init(jax.random.key(0), *init_inputs)
     assert gnn.WINOGRAD not in variables  # init makes no derived kernels
     prepared = gnn.with_winograd_kernels(net, variables)
-    kernels = jax.tree.leaves(prepared[gnn.WINOGRAD])
-    assert kernels and all(u.shape[0] == 36 for u in kernels)
+    kernels = jax.tree_util.tree_leaves_with_path(prepared[gnn.WINOGRAD])
+    assert kernels and all(
+        (u.shape[0] == 36) == (path[-1].key == "u") for path, u in kernels
+    )  # transformed kernels, and the global-pooling blocks' side-by-side ones
     rng = np.random.default_rng(4)
     inputs = [jnp.asarray(rng.standard_normal((8, *a.shape[1:])), jnp.float32) for a in init_inputs]
     if preset != "agz_tiny":
