@@ -236,17 +236,21 @@ void convolve_chunk(const Shape& s, const float* x, const float* u, const float*
                  w.v.data() + (static_cast<int64_t>(i * kTile) * count + r) * c_in,
                  static_cast<int64_t>(count) * c_in, c_in);
   }
-  // The 36 products: m[p] = v[p] u[p].
-  const float* ub = u + k0;
-  int ldu = static_cast<int>(s.c_out);
-  if (u == nullptr) {
+  // The 36 products: m[p] = v[p] u[p], u[p] at ub + p * u_point with its rows ldu apart.
+  const float* ub;
+  int64_t u_point;
+  int ldu;
+  if (u != nullptr) {
+    ub = u + k0;
+    u_point = static_cast<int64_t>(c_in) * s.c_out;
+    ldu = static_cast<int>(s.c_out);
+  } else {
     w.u.resize(static_cast<size_t>(kPoints) * c_in * c_out);
     transform_kernel_slice(g, c_in, s.c_out, k0, c_out, w.u.data());
     ub = w.u.data();
+    u_point = c_out;
+    ldu = kPoints * c_out;
   }
-  // u[p] starts at ub + p * u_point, its rows ldu apart.
-  const int64_t u_point = u ? c_in * s.c_out : c_out;
-  if (!u) ldu = kPoints * c_out;
   for (int p = 0; p < kPoints; ++p)
     gemm(w.v.data() + static_cast<int64_t>(p) * count * c_in, ub + p * u_point, ldu,
          w.m.data() + static_cast<int64_t>(p) * count * c_out, count, c_in, c_out,
@@ -323,7 +327,7 @@ struct Job {
 };
 
 // w: the transformed kernel u [36, C_in, C_out], or the kernel g [3, 3, C_in, C_out]
-// itself, transformed slice by slice as the work needs it (see kernel_from_g in Python).
+// itself, transformed slice by slice as the work needs it (see SMALL_TILES in winograd.py).
 ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
                    ffi::ResultBuffer<ffi::F32> y) {
   const auto xd = x.dimensions();
