@@ -12,11 +12,12 @@ of tiles, called through ``jax.ffi``.
 
 The kernel is compiled on first use with the system's C++ compiler (``$CXX`` or
 ``c++``) for this CPU (``-march=native``) into a cache folder
-(``$GOJAX_WINOGRAD_CACHE``, else ``$XDG_CACHE_HOME/gojax``, else ``~/.cache/gojax``),
-keyed by the source, the flags, jaxlib and the CPU, and loaded from there
-afterwards. Without a compiler, with ``GOJAX_WINOGRAD=0``, on other
-platforms (GPU, TPU) or other dtypes, :func:`conv3x3` is XLA's direct
-convolution; results agree to float32 rounding (relative 1e-5).
+(``$GOJAX_WINOGRAD_CACHE``, else ``$GOJAX_NATIVE_CACHE``, else
+``$XDG_CACHE_HOME/gojax``, else ``~/.cache/gojax``), keyed by the source, the
+flags, jaxlib and the CPU, and loaded from there afterwards (``gojax._native``).
+Without a compiler, with ``GOJAX_WINOGRAD=0``, on other platforms (GPU, TPU)
+or other dtypes, :func:`conv3x3` is XLA's direct convolution; results agree to
+float32 rounding (relative 1e-5).
 
 The kernel is the forward pass only: gradients are the direct convolution's
 (``jax.custom_vjp``), so training differentiates exactly what it always did.
@@ -29,26 +30,26 @@ of 8 and C_out of 16 (every KataGo trunk: 32...512 channels).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
-import hashlib
-import logging
 import math
-import os
-import platform
-import subprocess
-import tempfile
 import threading
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-_SOURCE = Path(__file__).with_name("_winograd.cc")
+from gojax._native import Kernel
+
 _TARGET = "gojax_winograd_conv3x3"
-_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
-_log = logging.getLogger(__name__)
+_KERNEL = Kernel(
+    "_winograd.cc",
+    prefix="winograd",
+    targets={_TARGET: "GojaxWinogradConv3x3"},
+    title="the Winograd kernel",
+    fallback="Winograd convolutions off, XLA's used instead",
+    switch="GOJAX_WINOGRAD",
+    cache_env="GOJAX_WINOGRAD_CACHE",
+)
 
 # G (6x3): the kernel transform U = G g G^T of Lavin & Gray's F(4x4, 3x3).
 _G = np.array(
@@ -62,70 +63,6 @@ _G = np.array(
     ]
 )
 
-_lock = threading.Lock()
-_state: dict[str, object] = {}
-
-
-def _cache_dir() -> Path:
-    if os.environ.get("GOJAX_WINOGRAD_CACHE"):
-        return Path(os.environ["GOJAX_WINOGRAD_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gojax"
-
-
-def _cpu_signature() -> str:
-    """What ``-march=native`` depends on: the CPU's model name and feature flags."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return platform.processor() or platform.machine()
-    wanted = ("model name", "flags", "Features", "CPU part")
-    lines = [line for line in text.splitlines() if line.split(":")[0].strip() in wanted]
-    return "\n".join(sorted(set(lines)))
-
-
-def _compile(compiler: str, flags: list[str], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        tmp_out = Path(tmp) / out.name
-        command = [compiler, *flags, f"-I{jax.ffi.include_dir()}", str(_SOURCE), "-o", str(tmp_out)]
-        subprocess.run(command, check=True, capture_output=True, timeout=300)
-        os.replace(tmp_out, out)  # atomic: a concurrent process sees all of it or none
-
-
-def _build() -> Path:
-    """The compiled library for this machine, compiled now if the cache lacks it."""
-    import jaxlib
-
-    compiler = os.environ.get("CXX", "c++")
-    source = _SOURCE.read_bytes()
-    errors = []
-    # -march=native where the compiler takes it (GCC, Clang on x86 and Arm), else generic.
-    for arch in (["-march=native"], []):
-        flags = [*_FLAGS, *arch]
-        key = hashlib.sha256(
-            b"\0".join(
-                [
-                    source,
-                    " ".join([compiler, *flags]).encode(),
-                    jaxlib.__version__.encode(),
-                    _cpu_signature().encode(),
-                ]
-            )
-        ).hexdigest()[:16]
-        path = (
-            _cache_dir() / f"winograd-{key}{'.dylib' if platform.system() == 'Darwin' else '.so'}"
-        )
-        if path.exists():
-            return path
-        try:
-            _compile(compiler, flags, path)
-            return path
-        except (OSError, subprocess.SubprocessError) as error:
-            stderr = getattr(error, "stderr", b"") or b""
-            errors.append(f"{' '.join(flags)}: {error} {stderr.decode(errors='replace')[-500:]}")
-    raise RuntimeError("could not compile the Winograd kernel:\n" + "\n".join(errors))
-
 
 def available() -> bool:
     """Whether the native kernel is compiled, loaded and registered with XLA (CPU).
@@ -133,28 +70,14 @@ def available() -> bool:
     The first call compiles it if needed (a few seconds); a failure is logged
     once with the compiler's message and :func:`conv3x3` falls back to XLA.
     """
-    if os.environ.get("GOJAX_WINOGRAD") == "0":
-        return False
-    with _lock:
-        if "ok" not in _state:
-            try:
-                library = ctypes.cdll.LoadLibrary(str(_build()))
-                capsule = jax.ffi.pycapsule(library.GojaxWinogradConv3x3)
-                jax.ffi.register_ffi_target(_TARGET, capsule, platform="cpu")
-                _state["library"] = library  # keep it loaded
-                _state["ok"] = True
-            except (OSError, RuntimeError, AttributeError) as error:
-                _log.warning("Winograd convolutions off, XLA's used instead: %s", error)
-                _state["ok"] = False
-                _state["error"] = str(error)
-        return bool(_state["ok"])
+    return _KERNEL.available()
 
 
 # Below about this many board points a call (one 9x9 board, 81) the kernel is slower than
-# XLA's: its transformed kernel is 4x the 3x3 one, and reading it costs more than the
-# multiplies it saves. Measured on b6c96 (2 cores, evaluations/s, XLA vs Winograd): 9x9
-# batch 1 428 vs 216, batch 2 (162 points) 425 vs 482; 13x13 batch 1 (169) 374 vs 373;
-# 19x19 batch 1 (361) about 200 vs 250.
+# XLA's: with 9 tiles, transforming (or reading) the kernel costs more than the multiplies
+# it saves. Measured on b6c96 (2 cores, evaluations/s, XLA vs Winograd): 9x9 batch 1 428
+# vs 216 reading u, 789 vs 705 (best calls) transforming g in the cache; batch 2 (162
+# points) 425 vs 482; 13x13 batch 1 (169) 374 vs 373; 19x19 batch 1 (361) about 200 vs 250.
 MIN_POINTS = 160
 
 _switch = threading.local()
@@ -276,10 +199,11 @@ def conv3x3(x: jax.Array, kernel: jax.Array, u: jax.Array | None = None) -> jax.
     """'same' 3x3 cross-correlation ``[..., H, W, C_in] -> [..., H, W, C_out]``.
 
     On a CPU, for float32, channel counts the kernel takes and at least
-    :data:`MIN_POINTS` board points, by the native Winograd kernel, reading
-    ``u = transform_kernel(kernel)`` when given (a network's prepared kernels,
-    see ``gojax.nn.with_winograd_kernels``) or computing it here; elsewhere
-    XLA's direct convolution. The platform is chosen when XLA lowers the
+    :data:`MIN_POINTS` board points, by the native Winograd kernel: up to
+    :data:`SMALL_TILES` output blocks it transforms ``kernel`` itself as it goes,
+    beyond it reads ``u = transform_kernel(kernel)`` when given (a network's
+    prepared kernels, see ``gojax.nn.with_winograd_kernels``) or computed here;
+    elsewhere XLA's direct convolution. The platform is chosen when XLA lowers the
     program, so one traced function serves CPUs and accelerators.
     """
     if not applicable(x.shape, x.dtype, kernel.shape):

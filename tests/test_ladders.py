@@ -547,9 +547,12 @@ def _while_conditions(jaxpr):
         if eqn.primitive.name == "while":
             yield eqn.params["cond_jaxpr"]
         for value in eqn.params.values():
-            inner = getattr(value, "jaxpr", value)
-            if hasattr(inner, "eqns"):
-                yield from _while_conditions(inner)
+            # A cond's branches come as a tuple (on a CPU the JAX loop is one branch of
+            # the platform choice, the native kernel the other).
+            for item in value if isinstance(value, tuple) else (value,):
+                inner = getattr(item, "jaxpr", item)
+                if hasattr(inner, "eqns"):
+                    yield from _while_conditions(inner)
 
 
 def test_batched_scans_equal_one_board_at_a_time_and_step_only_one_stack_row():
