@@ -74,12 +74,14 @@ MIN_SHARED_BATCH_CPU = 8
 def batch_inputs(states: GoState) -> tuple[jax.Array, jax.Array]:
     """KataGo inputs of ``[B]`` states: ``spatial [B, N, N, 22]``, ``global [B, 19]``.
 
-    The ladder searches of the whole batch (three boards a position) share one
-    loop whose lanes take chains from any board as they come free
-    (``gojax._ladders``). On a CPU a small batch goes position after position
-    (``lax.map``) instead: below 8 positions that was as fast or faster, above
-    it the shared loop wins (batches of 32 reference positions: 2.4 vs 3.0 ms a
-    19x19 position, 0.71 vs 0.89 ms a 9x9 one). The features are identical
+    The ladder searches of the whole batch (three boards a position) go in one
+    call: on an accelerator one loop whose lanes take chains from any board as
+    they come free, on a CPU a native search with the boards shared out over
+    the threads (``gojax._ladders``). On a CPU a small batch goes position after
+    position (``lax.map``) instead: below 8 positions that was as fast or faster
+    with either search (native, 19x19: 0.25 vs 0.30 ms a position at 1, equal
+    at 4, 0.30 vs 0.20 at 8; with the JAX loop, batches of 32 reference
+    positions: 2.4 vs 3.0 ms a 19x19 position). The features are identical
     either way.
     """
     if jax.default_backend() == "cpu" and states.board.shape[0] < MIN_SHARED_BATCH_CPU:
