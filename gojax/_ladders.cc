@@ -20,15 +20,12 @@
 // independent: they are shared out over XLA's intra-op thread pool.
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
+#include "_share_out.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -557,46 +554,6 @@ void scan_board(const Geometry& g, const int8_t* board, int ko, int to_play, int
   }
 }
 
-struct Job {
-  Geometry geometry{2};
-  const int8_t* boards;
-  const int32_t* kos;
-  const int8_t* to_play;
-  const int32_t* budgets;
-  bool* laddered;
-  bool* working;
-  int64_t items;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-  std::mutex mutex;  // with all_done: the caller's wait once spinning has not been enough
-  std::condition_variable all_done;
-
-  void work() {
-    thread_local std::unique_ptr<Workspace> workspace;
-    if (!workspace) workspace = std::make_unique<Workspace>();
-    const int64_t p = geometry.points;
-    for (int64_t k; (k = next.fetch_add(1)) < items;) {
-      scan_board(geometry, boards + k * p, kos[k], to_play[k], budgets[k], laddered + k * p,
-                 working + k * p, *workspace);
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == items) {
-        std::lock_guard<std::mutex> lock(mutex);
-        all_done.notify_all();
-      }
-    }
-  }
-
-  bool finished() const { return done.load(std::memory_order_acquire) >= items; }
-
-  void wait() {
-    for (int spin = 0; spin < 2000; ++spin) {
-      if (finished()) return;
-      std::this_thread::yield();
-    }
-    std::unique_lock<std::mutex> lock(mutex);
-    all_done.wait(lock, [this] { return finished(); });
-  }
-};
-
 ffi::Error Ladders(ffi::ThreadPool pool, ffi::Buffer<ffi::S8> boards, ffi::Buffer<ffi::S32> kos,
                    ffi::Buffer<ffi::S8> to_play, ffi::Buffer<ffi::S32> budgets,
                    ffi::ResultBuffer<ffi::PRED> laddered, ffi::ResultBuffer<ffi::PRED> working) {
@@ -613,22 +570,20 @@ ffi::Error Ladders(ffi::ThreadPool pool, ffi::Buffer<ffi::S8> boards, ffi::Buffe
       return ffi::Error::InvalidArgument("ladders: kos, to_play and budgets must be [K]");
   if (k == 0) return ffi::Error::Success();
 
-  auto job = std::make_shared<Job>();
-  job->geometry = Geometry(size);
-  job->boards = boards.typed_data();
-  job->kos = kos.typed_data();
-  job->to_play = to_play.typed_data();
-  job->budgets = budgets.typed_data();
-  job->laddered = laddered->typed_data();
-  job->working = working->typed_data();
-  job->items = k;
   // A helper costs a thread wake-up (tens of microseconds): only for several boards.
   const int64_t threads = std::max<int64_t>(1, pool.num_threads());
   const int64_t workers = std::max<int64_t>(1, k * p / kMinPointsPerThread);
   const int64_t helpers = std::min({threads, k, workers}) - 1;
-  for (int64_t i = 0; i < helpers; ++i) pool.Schedule([job] { job->work(); });
-  job->work();
-  job->wait();
+  const Geometry geometry(size);
+  const int8_t* board = boards.typed_data();
+  bool* laddered_out = laddered->typed_data();
+  bool* working_out = working->typed_data();
+  gojax::share_out(pool, k, helpers, [&](int64_t b) {
+    thread_local std::unique_ptr<Workspace> workspace;
+    if (!workspace) workspace = std::make_unique<Workspace>();
+    scan_board(geometry, board + b * p, kos.typed_data()[b], to_play.typed_data()[b],
+               budgets.typed_data()[b], laddered_out + b * p, working_out + b * p, *workspace);
+  });
   return ffi::Error::Success();
 }
 

@@ -94,7 +94,9 @@ class Kernel:
         import jaxlib
 
         compiler = os.environ.get("CXX", "c++")
-        source = self.source.read_bytes()
+        # The source and the package's headers it may include (the key must change with them).
+        headers = sorted(self.source.parent.glob("_*.h"))
+        source = b"\0".join([self.source.read_bytes(), *(h.read_bytes() for h in headers)])
         suffix = ".dylib" if platform.system() == "Darwin" else ".so"
         errors = []
         # -march=native where the compiler takes it (GCC, Clang on x86 and Arm), else generic.

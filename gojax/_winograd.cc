@@ -17,22 +17,15 @@
 // cache: 4x less to read where each transformed weight serves few tiles (batch 1).
 //
 // Work items are chunks of up to kMaxTileRows tiles (and, when there are fewer
-// chunks than threads, slices of the output channels). The caller's thread and
-// the tasks it hands to XLA's intra-op thread pool take items from one counter,
-// and the caller waits only for items already taken (a task that starts after
-// the work is gone returns at once), so no thread waits on a task that has not
-// started.
+// chunks than threads, slices of the output channels), shared out between the
+// caller's thread and XLA's intra-op thread pool (_share_out.h).
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
+#include "_share_out.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -284,48 +277,6 @@ void convolve_chunk(const Shape& s, const float* x, const float* u, const float*
   }
 }
 
-struct Job {
-  Shape shape;
-  const float* x;
-  const float* u;  // u [36, C_in, C_out], or null and g [3, 3, C_in, C_out]
-  const float* g;
-  float* y;
-  int64_t items, chunk_tiles;
-  int parts, part_cols;  // output channels in `parts` slices of `part_cols`
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-  std::mutex mutex;  // with all_done: the caller's wait once spinning has not been enough
-  std::condition_variable all_done;
-
-  void work() {
-    thread_local Workspace workspace;
-    for (int64_t item; (item = next.fetch_add(1)) < items;) {
-      const int64_t chunk = item / parts;
-      const int part = static_cast<int>(item % parts);
-      const int64_t first = chunk * chunk_tiles;
-      const int count = static_cast<int>(std::min<int64_t>(chunk_tiles, shape.tiles() - first));
-      convolve_chunk(shape, x, u, g, y, first, count, part * part_cols, part_cols, workspace);
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == items) {
-        std::lock_guard<std::mutex> lock(mutex);
-        all_done.notify_all();
-      }
-    }
-  }
-
-  bool finished() const { return done.load(std::memory_order_acquire) >= items; }
-
-  // Items taken by other threads finish within microseconds: spin a little, then sleep
-  // (a host with more runnable threads than cores would otherwise lose the core here).
-  void wait() {
-    for (int spin = 0; spin < 2000; ++spin) {
-      if (finished()) return;
-      std::this_thread::yield();
-    }
-    std::unique_lock<std::mutex> lock(mutex);
-    all_done.wait(lock, [this] { return finished(); });
-  }
-};
-
 // w: the transformed kernel u [36, C_in, C_out], or the kernel g [3, 3, C_in, C_out]
 // itself, transformed slice by slice as the work needs it (see SMALL_TILES in winograd.py).
 ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> w,
@@ -371,25 +322,26 @@ ffi::Error Conv3x3(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> x, ffi::Buffer<ff
   while (chunks * parts < threads && parts < col_blocks) ++parts;
   while (col_blocks % parts) ++parts;
 
-  auto job = std::make_shared<Job>();
-  job->shape = s;
-  job->x = x.typed_data();
-  job->u = is_u ? w.typed_data() : nullptr;
-  job->g = is_g ? w.typed_data() : nullptr;
-  job->y = y->typed_data();
-  job->chunk_tiles = per_chunk;
-  job->parts = parts;
-  job->part_cols = static_cast<int>(s.c_out / parts);
-  job->items = chunks * parts;
+  const float* u = is_u ? w.typed_data() : nullptr;  // else g, transformed in the items
+  const float* g = is_g ? w.typed_data() : nullptr;
+  const int part_cols = static_cast<int>(s.c_out / parts);
+  const int64_t items = chunks * parts;
   // A helper costs a thread wake-up (tens of microseconds): only for enough work. A
   // kernel transformed here counts as about 10 flops a transformed weight (its stores).
   double flops = 2.0 * kPoints * s.tiles() * s.c_in * s.c_out;
   if (is_g) flops += 10.0 * kPoints * s.c_in * s.c_out;
   const int64_t workers = std::max<int64_t>(1, static_cast<int64_t>(flops / kMinFlopsPerThread));
-  const int64_t helpers = std::min({threads, job->items, workers}) - 1;
-  for (int64_t i = 0; i < helpers; ++i) pool.Schedule([job] { job->work(); });
-  job->work();
-  job->wait();
+  const int64_t helpers = std::min({threads, items, workers}) - 1;
+  const float* xs = x.typed_data();
+  float* ys = y->typed_data();
+  gojax::share_out(pool, items, helpers, [&](int64_t item) {
+    thread_local Workspace workspace;
+    const int64_t chunk = item / parts;
+    const int part = static_cast<int>(item % parts);
+    const int64_t first = chunk * per_chunk;
+    const int count = static_cast<int>(std::min<int64_t>(per_chunk, s.tiles() - first));
+    convolve_chunk(s, xs, u, g, ys, first, count, part * part_cols, part_cols, workspace);
+  });
   return ffi::Error::Success();
 }
 
