@@ -9,7 +9,14 @@ visits (PUCT search), symmetry random as in KataGo. Two ways to ask:
   analysis`` reads them when a client writes queries without waiting (the
   engine replays, searches and evaluates them in batches of ``--batch-size``);
 * one at a time: one line, wait for the reply, the next line (a client that
-  waits, or a GTP-style engine); ``--single`` queries estimate its rate.
+  waits, or a GTP-style engine); ``--single`` queries estimate its rate;
+* move by move: one game, one query per move with the whole move list so far,
+  each waiting for the reply (a GUI or KaTrain following a game), with the
+  engine's replay cache (``--replay-cache``, the default: each query replays
+  only its new move) and without it (each replays the whole game).
+
+The first two ways ask for unrelated positions, with the replay cache off
+(each query replays its game from the start).
 
 Both are timed after compilation (a first run of the same shapes); positions
 are counted per second of wall time, host work (parsing, replies as JSON)
@@ -83,10 +90,9 @@ def check(replies: list[dict], count: int) -> None:
 
 
 def batched_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
-    """Seconds to answer all ``lines`` handed over at once, warm."""
-    engine.handle(lines[: engine.batch_size])  # compiles the batched shapes ...
-    if len(lines) % engine.batch_size:
-        engine.handle(lines[: len(lines) % engine.batch_size])  # ... and the last batch's
+    """Seconds to answer all ``lines`` handed over at once, warm (a first pass compiles
+    every shape the timed one meets: batch sizes, replay segments)."""
+    engine.handle(lines)
     start = time.perf_counter()
     replies = engine.handle(lines)
     seconds = time.perf_counter() - start
@@ -96,11 +102,42 @@ def batched_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
 
 def single_seconds(engine: AnalysisEngine, lines: list[str], count: int) -> float:
     """Seconds per query when each waits for the previous one's reply, warm."""
-    engine.handle(lines[-1:])  # compiles the single-query shapes
+    for line in lines[:count]:  # compiles the single-query shapes
+        engine.handle([line])
     start = time.perf_counter()
     for line in lines[:count]:
         check(engine.handle([line]), 1)
     return (time.perf_counter() - start) / count
+
+
+def game_lines(size: int, count: int, visits: int) -> list[str]:
+    """``count`` queries following one reference game move by move from its middle:
+    the moves up to ``n``, for ``count`` successive ``n``."""
+    folder = REFERENCE / "sgf" / f"katago-{size}x{size}"
+    record = max(
+        (sgf.load(path) for path in sorted(folder.glob("*.sgf"))), key=lambda r: len(r.moves)
+    )
+    moves = [[colour, gojax.action_to_gtp(a, size)] for colour, a in record.moves]
+    first = max(1, len(moves) // 2 - count // 2)
+    common = {"rules": "tromp-taylor", "komi": record.komi, "maxVisits": visits}
+    return [
+        json.dumps(
+            common | {"id": f"m{n}", "moves": moves[:n], "boardXSize": size, "boardYSize": size}
+        )
+        for n in range(first, first + count)
+    ]
+
+
+def stepping_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
+    """Seconds per query of a game followed move by move (each waits for its reply), warm;
+    the engine's replay cache starts empty."""
+    for line in lines:  # compiles the shapes of a whole replay and of one more move
+        engine.handle([line])
+    engine.handle([json.dumps({"id": "clear", "action": "clear_cache"})])
+    start = time.perf_counter()
+    for line in lines:
+        check(engine.handle([line]), 1)
+    return (time.perf_counter() - start) / len(lines)
 
 
 def main() -> None:
@@ -119,7 +156,10 @@ def main() -> None:
         args.queries, args.single, args.visits, args.batch_size = 16, 2, [1, 4], [8]
     symmetry = int(args.symmetry) if args.symmetry.isdigit() else args.symmetry
     model = load_model(args.model)
-    engines = {b: AnalysisEngine(model, batch_size=b, symmetry=symmetry) for b in args.batch_size}
+    engines = {
+        b: AnalysisEngine(model, batch_size=b, symmetry=symmetry, replay_cache=0)
+        for b in args.batch_size
+    }
 
     device = jax.devices()[0].device_kind
     print(f"{model.name} on {device} ({platform.processor() or 'cpu'}), symmetry {symmetry}")
@@ -154,7 +194,33 @@ def main() -> None:
                 f"{visits:>6}  {batch:>5}  {rate:>13.1f}  {single_rate:>13.1f}  {ratio:>5.1f}x",
                 flush=True,
             )
-    line = json.dumps({"device": device, "symmetry": symmetry, "rows": rows})
+    print()
+    header = f"{'visits':>6}  {'move by move, cached':>20}  {'replaying':>9}  {'ratio':>6}"
+    print(f"one {args.size}x{args.size} game followed move by move ({args.single * 2} queries)")
+    print(header)
+    print("-" * len(header))
+    stepping = []
+    for visits in args.visits:
+        lines = game_lines(args.size, args.single * 2, visits)
+        rates = {}
+        for cache in (1024, 0):
+            engine = AnalysisEngine(model, batch_size=1, symmetry=symmetry, replay_cache=cache)
+            rates[cache] = 1.0 / stepping_seconds(engine, lines)
+        ratio = rates[1024] / rates[0]
+        stepping.append(
+            {
+                "size": args.size,
+                "visits": visits,
+                "queries": len(lines),
+                "cached_positions_per_second": round(rates[1024], 2),
+                "replaying_positions_per_second": round(rates[0], 2),
+                "ratio": round(ratio, 2),
+            }
+        )
+        print(f"{visits:>6}  {rates[1024]:>20.1f}  {rates[0]:>9.1f}  {ratio:>5.2f}x", flush=True)
+    line = json.dumps(
+        {"device": device, "symmetry": symmetry, "rows": rows, "move_by_move": stepping}
+    )
     if args.json:
         write_atomic(args.json, line + "\n")
     print(line)

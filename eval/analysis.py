@@ -45,6 +45,7 @@ import numpy as np
 
 from eval.analysis_query import MAX_VISITS, REPORT_AS, Query, QueryError, parse_query
 from eval.players import Analysis, _policy_analysis, listed_actions, search_analysis
+from eval.replay_cache import ReplayCache, moves_key
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
 from gojax._coords import action_to_gtp
 
@@ -92,32 +93,35 @@ def _fresh(board, to_play, komi, captures, like: GoState) -> GoState:
     return state.replace(captures=captures)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "rules", "max_moves", "positions"))
+@functools.partial(jax.jit, static_argnames=("positions",))
 def _replay_start(
     setup: jax.Array,
     first: jax.Array,
     komi: jax.Array,
+    resumed: GoState,
+    use_resumed: jax.Array,
     *,
-    size: int,
-    rules: str,
-    max_moves: int,
     positions: int,
 ) -> tuple[GoState, GoState, jax.Array]:
-    """The games at turn 0: ``(states [Q], kept [positions] (empty), bad_setup [Q] bool)``.
+    """The games where their replay starts: ``(states [Q], kept [positions] (empty),
+    bad_setup [Q] bool)``.
 
     Args:
       setup: ``[Q, P]`` int8 stones before the first move.
       first: ``[Q]`` int8 player to move at turn 0.
       komi: ``[Q]`` float32.
+      resumed: ``[Q]`` games kept from an earlier replay (``eval.replay_cache``),
+        taken where ``use_resumed [Q]`` is set; the other games start at turn 0.
+        Their size, rules and move cap are the replay's.
 
     ``bad_setup`` flags setups with stones that have no liberties.
     """
     games = first.shape[0]
-    like = new_game(size, rules=rules, max_moves=max_moves)
-    fresh = functools.partial(_fresh, like=like)
+    fresh = functools.partial(_fresh, like=resumed)
     states = jax.vmap(fresh)(setup, first, komi, jnp.zeros((games, 2), jnp.int16))
     stones = states.board != 0
     bad_setup = jnp.any(stones & (states.liberties == 0), axis=1)
+    states = _where(use_resumed, resumed, states)
     kept = jax.tree.map(lambda x: jnp.zeros((positions,) + x.shape[1:], x.dtype), states)
     return states, kept, bad_setup
 
@@ -190,6 +194,43 @@ def _replay_segment(
 def _take(states: GoState, rows: jax.Array) -> GoState:
     """``states[rows]`` for every field, as one program."""
     return jax.tree.map(lambda x: x[rows], states)
+
+
+SHORT_SEGMENT = 4  # the last steps of a replay: a game extended by a move or two
+
+
+def _replay_steps(needed: int) -> int:
+    """Steps of a replay of ``needed`` steps: whole segments, a short one for the rest."""
+    whole, rest = divmod(needed, REPLAY_SEGMENT)
+    return whole * REPLAY_SEGMENT + -(-rest // SHORT_SEGMENT) * SHORT_SEGMENT
+
+
+def _segments(steps: int) -> Iterable[slice]:
+    """The step ranges of one replay call each: segments of ``REPLAY_SEGMENT``, then of
+    ``SHORT_SEGMENT`` (two compiled programs serve every game length)."""
+    start = 0
+    while start < steps:
+        length = REPLAY_SEGMENT if steps - start >= REPLAY_SEGMENT else SHORT_SEGMENT
+        yield slice(start, start + length)
+        start += length
+
+
+@functools.cache
+def _host_template(size: int, rules: str, max_moves: int) -> GoState:
+    """A new game as numpy arrays: the rows of a replay that resume no kept game."""
+    return jax.device_get(new_game(size, rules=rules, max_moves=max_moves))
+
+
+def _game_key(query: Query) -> tuple:
+    """What a replayed state depends on besides the moves (``eval.replay_cache``)."""
+    return (
+        query.size,
+        query.rules,
+        query.max_moves,
+        query.komi,
+        query.first_player,
+        query.setup.tobytes(),
+    )
 
 
 class _Ends(NamedTuple):
@@ -355,6 +396,9 @@ class AnalysisEngine:
       moves_listed: most candidate moves reported per position.
       c_puct: PUCT exploration constant of the search.
       seed: for random symmetries.
+      replay_cache: most games kept after their replay, so that a query whose
+        moves extend one replays only the new moves (``eval.replay_cache``);
+        0 keeps none.
     """
 
     def __init__(
@@ -369,6 +413,7 @@ class AnalysisEngine:
         moves_listed: int = 16,
         c_puct: float = 1.25,
         seed: int = 0,
+        replay_cache: int = 1024,
     ) -> None:
         from gojax.evaluate import check_symmetry
 
@@ -378,6 +423,8 @@ class AnalysisEngine:
             raise ValueError(f"visits must be in 1..{MAX_VISITS}, not {visits}")
         if batch_size < 1 or min_batch < 1 or moves_listed < 1:
             raise ValueError("batch_size, min_batch and moves_listed must be positive")
+        if replay_cache < 0:
+            raise ValueError(f"replay_cache must be >= 0, not {replay_cache}")
         self.model = model
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
@@ -389,6 +436,7 @@ class AnalysisEngine:
         self._key = jax.random.key(seed)
         self._calls = 0
         self._search, self._evaluate = _device_functions(model, self.symmetry)
+        self._replays = ReplayCache(replay_cache)
 
     def _next_key(self) -> jax.Array:
         self._calls += 1
@@ -486,7 +534,8 @@ class AnalysisEngine:
                 "usingFP16": "false",
             }
             return request | {"models": [info]}
-        if action == "clear_cache":  # there is no cache of evaluations to clear
+        if action == "clear_cache":  # evaluations are not cached; replayed games are
+            self._replays.clear()
             return request
         if action in ("terminate", "terminate_all"):
             target = request.get("terminateId")
@@ -558,7 +607,8 @@ class AnalysisEngine:
     def _replay_chunk(
         self, queries: list[Query], size: int, rules: str, max_moves: int
     ) -> tuple[GoState, list[dict | None], list[int]]:
-        """Replay up to ``batch_size`` games on the device.
+        """Replay up to ``batch_size`` games on the device, each from the longest game
+        of the replay cache its moves extend (before its first requested turn).
 
         Returns the kept positions ``[S]``, per query an error reply or None,
         and per query the index in ``kept`` of its first turn (the others follow).
@@ -566,8 +616,17 @@ class AnalysisEngine:
         games = _bucket(len(queries), smallest=self.min_batch)
         offsets = np.cumsum([0] + [len(q.turns) for q in queries])
         positions = _bucket(int(offsets[-1]), smallest=self.min_batch)
-        steps = max(len(q.actions) for q in queries) + 1  # the last step only keeps
-        steps = -(-steps // REPLAY_SEGMENT) * REPLAY_SEGMENT
+        template = _host_template(size, rules, max_moves)
+        keys = [(_game_key(q), moves_key(q.colours, q.actions)) for q in queries]
+        starts, resumed = [], [template] * games
+        for j, (query, (game, moves)) in enumerate(zip(queries, keys, strict=True)):
+            start, state = self._replays.longest(game, moves, min(query.turns))
+            starts.append(start)
+            if state is not None:
+                resumed[j] = state
+        # Step k of game j plays its move starts[j] + k; the last step only keeps.
+        remaining = [len(q.actions) - start for q, start in zip(queries, starts, strict=True)]
+        steps = _replay_steps(max(remaining) + 1)
         points = size * size
         setup = np.zeros((games, points), np.int8)
         first = np.full(games, BLACK, np.int8)
@@ -575,21 +634,23 @@ class AnalysisEngine:
         colours = np.full((games, steps), BLACK, np.int8)
         actions = np.full((games, steps), points, np.int32)
         lengths = np.zeros(games, np.int32)
+        use_resumed = np.zeros(games, bool)
         targets = np.full((games, steps), positions, np.int32)  # past the end: keep nothing
-        for j, query in enumerate(queries):
-            n = len(query.actions)
+        for j, (query, start) in enumerate(zip(queries, starts, strict=True)):
+            n = len(query.actions) - start
             setup[j], first[j], komi[j], lengths[j] = query.setup, query.first_player, query.komi, n
-            colours[j, :n], actions[j, :n] = query.colours, query.actions
-            targets[j, list(query.turns)] = offsets[j] + np.arange(len(query.turns))
+            colours[j, :n], actions[j, :n] = query.colours[start:], query.actions[start:]
+            targets[j, np.asarray(query.turns) - start] = offsets[j] + np.arange(len(query.turns))
+            use_resumed[j] = start > 0
+        resumed = jax.tree.map(lambda *rows: np.stack(rows), *resumed)
         states, kept, bad_setup = _replay_start(
-            setup, first, komi, size=size, rules=rules, max_moves=max_moves, positions=positions
+            setup, first, komi, resumed, use_resumed, positions=positions
         )
         illegal = jnp.full((games,), -1, jnp.int32)
         komi = jnp.asarray(komi)
         lengths = jnp.asarray(lengths)
-        for start in range(0, steps, REPLAY_SEGMENT):
-            part = slice(start, start + REPLAY_SEGMENT)
-            turns = np.arange(start, start + REPLAY_SEGMENT, dtype=np.int32)
+        for part in _segments(steps):
+            turns = np.arange(part.start, part.stop, dtype=np.int32)
             states, kept, illegal = _replay_segment(
                 states,
                 kept,
@@ -613,13 +674,18 @@ class AnalysisEngine:
                     }
                 )
             elif illegal[j] >= 0:
-                t = int(illegal[j])
+                t = int(illegal[j]) + starts[j]
                 vertex = action_to_gtp(int(query.actions[t]), size)
                 failures.append(
                     {"error": f"Illegal move {t}: {vertex}", "field": "moves", "id": query.id}
                 )
             else:
                 failures.append(None)
+        if self._replays.capacity:
+            final = jax.device_get(states)
+            for j, failure in enumerate(failures):
+                if failure is None:
+                    self._replays.put(*keys[j], jax.tree.map(lambda x, j=j: x[j].copy(), final))
         return kept, failures, [int(x) for x in offsets[:-1]]
 
     def _analyse_positions(
@@ -777,6 +843,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         moves_listed=args.moves_listed,
         c_puct=args.c_puct,
         seed=args.seed,
+        replay_cache=args.replay_cache,
     )
     print(
         f"gojax analysis: {model.name}, {args.visits_default} visits by default, "
@@ -790,7 +857,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
-    from gojax.cli import _positive, _symmetry_arg
+    from gojax.cli import _non_negative, _positive, _symmetry_arg
 
     def visits(text: str) -> int:
         value = _positive(text)
@@ -840,4 +907,12 @@ def register(commands) -> None:
     )
     parser.add_argument("--c-puct", type=float, default=1.25, help="PUCT exploration constant")
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
+    parser.add_argument(
+        "--replay-cache",
+        type=_non_negative,
+        default=1024,
+        metavar="N",
+        help="games kept after their replay: a query that extends one replays only its new "
+        "moves (default 1024; 0 keeps none)",
+    )
     parser.set_defaults(run=cmd_analysis)
