@@ -492,3 +492,18 @@ def tromp_taylor_area(board, size: int | None = None) -> tuple[int, int]:
 def actions_of(moves: Iterable[str], size: int) -> list[int]:
     """GTP vertices → action indices."""
     return [gojax.gtp_to_action(v, size) for _, v in _parse_moves(list(moves))]
+
+
+def long_ladder(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``([P], [P])`` int8 boards: a white stone in the centre in a ladder that runs to both
+    corners (Black to play laddering it), and the same with a breaker on each staircase."""
+    board = np.zeros(size * size, np.int8)
+    centre = size // 2
+    board[centre * size + centre] = WHITE
+    board[centre * size + centre - 1] = BLACK
+    board[(centre + 1) * size + centre] = BLACK
+    board[(centre - 1) * size + centre + 1] = BLACK
+    broken = board.copy()
+    broken[3 * size + 3] = WHITE  # on the up-left staircase
+    broken[(size - 4) * size + size - 4] = WHITE  # on the down-right staircase
+    return board, broken

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from boards import fast_jit
+from boards import fast_jit, long_ladder
 
 import gojax
 from gojax._ladders import (
@@ -435,15 +435,8 @@ def test_edge_ladder_small_boards():
 
 @pytest.mark.parametrize("size", [19, 25])
 def test_long_ladder_jit_and_vmap(size):
-    board = np.zeros(size * size, np.int8)
+    board, broken = long_ladder(size)
     centre = size // 2
-    board[centre * size + centre] = WHITE
-    board[centre * size + centre - 1] = BLACK
-    board[(centre + 1) * size + centre] = BLACK
-    board[(centre - 1) * size + centre + 1] = BLACK
-    broken = board.copy()
-    broken[3 * size + 3] = WHITE  # on the up-left staircase
-    broken[(size - 4) * size + size - 4] = WHITE  # on the down-right staircase
     batch = np.stack([board, broken, np.zeros_like(board)])
     kos = jnp.full(3, -1, jnp.int32)
     to_play = jnp.full(3, BLACK, jnp.int8)

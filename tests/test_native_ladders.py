@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from boards import fast_jit
+from boards import fast_jit, long_ladder
 from reference import REPO, reference_path
 from test_ladders import (
     EVENTS,
@@ -105,16 +105,7 @@ def scripted_boards() -> list[np.ndarray]:
     """)
     )
     for size in (19, 25):
-        long = np.zeros(size * size, np.int8)
-        centre = size // 2
-        long[centre * size + centre] = WHITE
-        long[centre * size + centre - 1] = BLACK
-        long[(centre + 1) * size + centre] = BLACK
-        long[(centre - 1) * size + centre + 1] = BLACK
-        broken = long.copy()
-        broken[3 * size + 3] = WHITE
-        broken[(size - 4) * size + size - 4] = WHITE
-        boards += [long, broken]
+        boards += long_ladder(size)
     return boards
 
 
