@@ -240,7 +240,7 @@ class _Ends(NamedTuple):
 
 
 def _device_functions(model: Any, symmetry: int | str):
-    """Jitted ``search(variables, states, key, config)`` with a host-sized tree, and
+    """Jitted ``search(variables, states, key, config, avoid)`` with a host-sized tree, and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
     (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``)."""
     from gojax.evaluate import evaluate
@@ -249,9 +249,9 @@ def _device_functions(model: Any, symmetry: int | str):
     net, version = model.module(), model.version
 
     @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config):
+    def run_search(variables, states, key, config, avoid):
         evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
-        result = search(evaluator, states, key, config)
+        result = search(evaluator, states, key, config, avoid=avoid)
         # Only the root's prior and the statistics a PV needs go to the host, not the states.
         tree = result.tree.replace(
             embeddings=_Ends(result.tree.embeddings.terminated),
@@ -599,6 +599,7 @@ class AnalysisEngine:
                             [index for _, _, index in part],
                             visits,
                             [queries[i].pv_length for i, _, _ in part],
+                            [queries[i].avoid for i, _, _ in part],
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
@@ -689,16 +690,28 @@ class AnalysisEngine:
         return kept, failures, [int(x) for x in offsets[:-1]]
 
     def _analyse_positions(
-        self, states: GoState, index: list[int], visits: int, pv_lengths: list[int]
+        self,
+        states: GoState,
+        index: list[int],
+        visits: int,
+        pv_lengths: list[int],
+        avoids: list[np.ndarray | None],
     ) -> list[_Result]:
-        """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch."""
+        """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
+        each with the moves its query keeps out (``Query.avoid``; None: none)."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
         movers = [int(m) for m in np.asarray(roots.to_play)[:n]]
+        avoid = np.zeros((batch, 2, roots.num_actions), np.int32)
+        for i, plies in enumerate(avoids):
+            if plies is not None:
+                avoid[i] = plies
         key_search, key_eval = jax.random.split(self._next_key())
         if visits == 1:
-            return self._evaluated(roots, movers, key_eval)
+            # A move kept out until ply 1 or later is kept out of the root's list.
+            mover_rows = avoid[np.arange(n), (np.asarray(movers) == WHITE).astype(int)]
+            return self._evaluated(roots, movers, key_eval, mover_rows == 0)
         from gojax.search import SearchConfig
 
         config = SearchConfig(
@@ -708,7 +721,9 @@ class AnalysisEngine:
             dirichlet_fraction=0.0,
             temperature_moves=0,
         )
-        host = jax.device_get(self._search(self.model.variables, roots, key_search, config))
+        host = jax.device_get(
+            self._search(self.model.variables, roots, key_search, config, jnp.asarray(avoid))
+        )
         listed_count = min(self.moves_listed, visits - 1)
         listed = [listed_actions(host, i, listed_count) for i in range(n)]
         # Positions after the listed moves, for their scores (pass pads short lists).
@@ -724,17 +739,21 @@ class AnalysisEngine:
             results.append(_Result(analysis, row, mover, searched=True))
         return results
 
-    def _evaluated(self, roots: GoState, movers: list[int], key: jax.Array) -> list[_Result]:
-        """One network evaluation of each root: the policy's moves with the root's numbers."""
+    def _evaluated(
+        self, roots: GoState, movers: list[int], key: jax.Array, allowed: np.ndarray
+    ) -> list[_Result]:
+        """One network evaluation of each root: the policy's moves with the root's numbers,
+        among the ``allowed [n, A]`` moves (all of them where none of those is legal)."""
         none = jnp.zeros((roots.to_play.shape[0], 0), jnp.int32)
         out = jax.device_get(self._evaluate(self.model.variables, roots, none, key))
         results = []
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             white = float(row["white_win"][0] + 0.5 * row["no_result"][0])
+            legal = row["legal"][0] & allowed[i]
             analysis = _policy_analysis(
                 row["policy"][0],
-                row["legal"][0],
+                legal if legal.any() else row["legal"][0],
                 white if mover == WHITE else 1.0 - white,
                 float(row["white_lead"][0]) * -mover,
                 float(row["score_stdev"][0]),

@@ -65,6 +65,8 @@ _FIELDS = {
     "overrideSettings",
     "priority",
     "priorities",
+    "avoidMoves",
+    "allowMoves",
 }
 # KataGo fields that are accepted but have no effect here (a warning says so when set).
 _IGNORED_FIELDS = {
@@ -77,8 +79,6 @@ _IGNORED_FIELDS = {
     "includeNoResultValue",
     "reportDuringSearchEvery",
     "firstReportDuringSearchAfter",
-    "avoidMoves",
-    "allowMoves",
 }
 _SETTINGS = {"maxVisits", "analysisPVLen", "reportAnalysisWinratesAs"}  # in overrideSettings
 
@@ -110,6 +110,10 @@ class Query:
     include_policy: bool
     pv_length: int  # moves of each principal variation after its first
     report_as: str  # one of REPORT_AS
+    # [2, P + 1] int32 or None: avoidMoves / allowMoves as gojax.search.search's ``avoid``:
+    # for Black (0) and White (1) to move, the ply below the root until which each move is
+    # kept out of the search; 0 never.
+    avoid: np.ndarray | None = None
 
     @property
     def max_moves(self) -> int:
@@ -390,6 +394,43 @@ def _options(
     return visits, pv_length, report_as
 
 
+def _avoid(request: dict, size: int) -> np.ndarray | None:
+    """``avoidMoves`` / ``allowMoves`` → ``[2, P + 1]`` int32 plies (see ``Query.avoid``)."""
+    allow, avoid = "allowMoves" in request, "avoidMoves" in request
+    if not allow and not avoid:
+        return None
+    if allow and avoid:
+        raise QueryError("allowMoves", "Cannot specify both allowMoves and avoidMoves")
+    field = "allowMoves" if allow else "avoidMoves"
+    shape = "Must be a list of dicts with subfields 'player', 'moves', 'untilDepth'"
+    entries = request[field]
+    if not isinstance(entries, list):
+        raise QueryError(field, shape)
+    if allow and len(entries) > 2:
+        raise QueryError(field, "Currently allowMoves only allows at most one entry per player")
+    plies = np.zeros((2, size * size + 1), np.int32)
+    players_seen = set()
+    for entry in entries:
+        if not isinstance(entry, dict) or not {"player", "moves", "untilDepth"} <= set(entry):
+            raise QueryError(field, shape)
+        player = _player(entry["player"], field)
+        if not isinstance(entry["moves"], list):
+            raise QueryError(field, "Must be an array of GTP board vertices")
+        actions = [_location(v, size, field, allow_pass=True) for v in entry["moves"]]
+        until = _integer(entry["untilDepth"], field, 1, 10**9, "Must be a positive integer")
+        row = plies[0 if player == BLACK else 1]
+        if allow:
+            if player in players_seen:
+                message = "Cannot specify allowMoves more than once for the same player"
+                raise QueryError(field, message)
+            row[:] = until
+            row[actions] = 0
+        else:
+            row[actions] = until
+        players_seen.add(player)
+    return plies
+
+
 def parse_query(
     request: dict, *, visits: int, report_as: str
 ) -> tuple[Query, list[tuple[str, str]]]:
@@ -413,6 +454,7 @@ def parse_query(
     visits, pv_length, report_as = _options(request, visits, report_as, warnings)
     include_ownership = _boolean(request, "includeOwnership")
     include_policy = _boolean(request, "includePolicy")
+    avoid = _avoid(request, size)
     for field in sorted(set(request) - _FIELDS):
         if field not in _IGNORED_FIELDS:
             warnings.append((field, "Unexpected or unused field, do you have a typo?"))
@@ -433,5 +475,6 @@ def parse_query(
         include_policy=include_policy,
         pv_length=pv_length,
         report_as=report_as,
+        avoid=avoid,
     )
     return query, warnings

@@ -69,7 +69,7 @@ import mctx
 from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax import _selection
-from gojax._board import GoState, legal_moves, play, winner
+from gojax._board import WHITE, GoState, legal_moves, play, winner
 from gojax._features import agz_planes
 from gojax._moves import sensible_moves
 from gojax._tree_reuse import (
@@ -317,14 +317,15 @@ def _step(
     parents: GoState,
     actions: jax.Array,
     action_legal: jax.Array,
-    allowed: Callable[[GoState], jax.Array] = legal_moves,
+    moves: Callable[[GoState], jax.Array] | None = None,
 ) -> tuple[mctx.RecurrentFnOutput, GoState]:
     """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value.
 
     ``action_legal [B]`` says whether each action is legal in its parent; an
     illegal one (possible only if priors give it weight) loses for the player
-    who chose it and leaves a finished copy of the parent. ``allowed`` gives
-    the children's move set (``SearchConfig.allowed``).
+    who chose it and leaves a finished copy of the parent. ``moves`` gives
+    the children's move sets, ``[B]`` states to ``[B, A]`` bool (see
+    :func:`_search_moves`; default: the legal moves).
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -346,7 +347,7 @@ def _step(
     reward = jnp.where(illegal, -1.0, jnp.where(ended, result * mover, 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
     logits, value = evaluator(children, key)
-    legal = jax.vmap(allowed)(children)  # none in a finished game
+    legal = (moves or jax.vmap(legal_moves))(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
         discount=discount.astype(jnp.float32),
@@ -439,12 +440,12 @@ def _simulate(keys, tree: Tree, rules: _Rules, max_depth: int):
     return jax.vmap(one)(keys, tree)
 
 
-def _expand(tree: Tree, key, evaluator, parent, action, child, active, allowed) -> Tree:
+def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves) -> Tree:
     """Evaluate the edges ``(parent, action)`` into nodes ``child`` for the ``active`` games."""
     rows = jnp.arange(parent.shape[0])
     parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
-    out, states = _step(evaluator, key, parent_states, action, action_legal, allowed)
+    out, states = _step(evaluator, key, parent_states, action, action_legal, moves)
 
     def at_node(x, new):  # inactive games write out of range, which is dropped
         return x.at[rows, jnp.where(active, child, x.shape[1])].set(new, mode="drop")
@@ -527,7 +528,7 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
 
 
 def _run_simulations(
-    tree: Tree, key, evaluator, rules: _Rules, target_visits: int, max_depth: int, allowed
+    tree: Tree, key, evaluator, rules: _Rules, target_visits: int, max_depth: int, moves
 ):
     """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
     batch = tree.node_visits.shape[0]
@@ -547,7 +548,7 @@ def _run_simulations(
         # As in mctx, a node first expanded by a simulation takes the next free index.
         child = jnp.where(is_new, num_nodes, existing)
         child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
-        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, allowed)
+        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, moves)
         tree = _backward(tree, child)
         num_nodes = num_nodes + (is_new & active)
         return key, tree, num_nodes, count + active
@@ -654,12 +655,34 @@ def _greedy(visits, q, invalid):
     return _selection.first_argmax(score, invalid)
 
 
+def _search_moves(
+    allowed: Callable[[GoState], jax.Array], avoid: jax.Array | None, root_moves: jax.Array
+) -> Callable[[GoState], jax.Array]:
+    """The move sets of a search's nodes, ``[B]`` states to ``[B, A]`` bool: ``allowed``
+    (``SearchConfig.allowed``) less the moves ``avoid [B, 2, A]`` keeps out at the node's
+    depth, ``move_number - root_moves [B]`` plies below its root (see :func:`search`)."""
+    batched = jax.vmap(allowed)
+    if avoid is None:
+        return batched
+
+    def moves(states: GoState) -> jax.Array:
+        legal = batched(states)
+        depth = states.move_number - root_moves  # [B]
+        white = (states.to_play == WHITE).astype(jnp.int32)
+        until = jnp.take_along_axis(avoid, white[:, None, None], axis=1)[:, 0]  # [B, A]
+        kept = legal & (until <= depth[:, None])
+        return jnp.where(jnp.any(kept, axis=-1, keepdims=True), kept, legal)
+
+    return moves
+
+
 def search(
     evaluator: Evaluator,
     states: GoState,
     key: jax.Array,
     config: SearchConfig,
     tree: Tree | None = None,
+    avoid: jax.Array | None = None,
 ) -> SearchOutput:
     """Search ``[B]`` positions; jittable with ``evaluator`` and ``config`` static.
 
@@ -675,17 +698,25 @@ def search(
         bring the root to ``num_simulations + 1`` visits. PUCT and UCT only
         (Gumbel's sequential halving assumes a fresh root). A smaller tree is
         padded to ``num_simulations + 1`` nodes; a larger one keeps its size.
+      avoid: optional ``[B, 2, A]`` int32, moves kept out of the search (KataGo's
+        ``avoidMoves``/``allowMoves``): ``avoid[b, i, a] = d`` keeps move ``a``
+        out of game ``b``'s nodes less than ``d`` plies below the root where
+        Black (``i = 0``) or White (``i = 1``) is to move; 0 never. A node that
+        would be left without a move keeps all of its own. Fresh searches only.
 
     Returns:
       A :class:`SearchOutput`. Finished games get pass and meaningless weights.
     """
     if tree is not None and config.kind == "gumbel":
         raise ValueError("tree reuse needs kind='puct' or 'uct': Gumbel assumes a fresh root")
+    if tree is not None and avoid is not None:
+        raise ValueError("avoid needs a fresh search: a reused tree was searched without it")
     key_root, key_policy = jax.random.split(key)
     batch = states.to_play.shape[0]
     num_actions = states.num_actions
     size = states.size
-    legal = jax.vmap(config.allowed)(states)  # [B, A]
+    moves = _search_moves(config.allowed, avoid, states.move_number)
+    legal = moves(states)  # [B, A]
     invalid = ~legal
     capacity = config.num_simulations + 1
 
@@ -744,7 +775,7 @@ def search(
 
     max_depth = config.max_depth or tree.node_visits.shape[1]
     tree, simulations = _run_simulations(
-        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, config.allowed
+        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, moves
     )
 
     stats = root_stats(tree)

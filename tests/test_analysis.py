@@ -51,6 +51,9 @@ def parse(**fields):
     return parse_query(query(**fields), visits=1, report_as="BLACK")
 
 
+AVOID = {"player": "B", "moves": ["C3"], "untilDepth": 1}  # one avoidMoves entry
+
+
 # ----------------------------------------------------------------------------
 # Parsing (no network)
 
@@ -170,12 +173,42 @@ def test_query_warnings_for_ignored_and_unknown_fields():
         ({"moves": [["B", "pass"]] * 400}, "moves", "Too many moves"),
         ({"priorities": [1]}, "priorities", "analyzeTurns"),
         ({"priority": "high"}, "priority", "integer"),
+        ({"avoidMoves": [], "allowMoves": []}, "allowMoves", "Cannot specify both"),
+        ({"avoidMoves": {"player": "B"}}, "avoidMoves", "list of dicts"),
+        ({"avoidMoves": [{"player": "B", "moves": ["C3"]}]}, "avoidMoves", "list of dicts"),
+        ({"avoidMoves": [AVOID | {"player": "X"}]}, "avoidMoves", '"b" or "w"'),
+        ({"avoidMoves": [AVOID | {"moves": ["Z99"]}]}, "avoidMoves", "board location: Z99"),
+        ({"avoidMoves": [AVOID | {"moves": "C3"}]}, "avoidMoves", "GTP board vertices"),
+        ({"avoidMoves": [AVOID | {"untilDepth": 0}]}, "avoidMoves", "positive integer"),
+        ({"allowMoves": [AVOID, AVOID]}, "allowMoves", "more than once for the same player"),
+        ({"allowMoves": [AVOID] * 3}, "allowMoves", "at most one entry per player"),
     ],
 )
 def test_bad_queries_name_the_field(fields, field, message):
     with pytest.raises(QueryError) as err:
         parse(**fields)
     assert err.value.field == field and message in err.value.message
+
+
+def test_avoid_and_allow_moves_become_plies_per_player():
+    c3, e5, e1 = gtp_to_action("C3", 9), gtp_to_action("E5", 9), gtp_to_action("E1", 9)
+    avoid = [
+        {"player": "b", "moves": ["C3", "pass", "(4,4)"], "untilDepth": 3},
+        {"player": "W", "moves": ["E1"], "untilDepth": 2},
+        {"player": "B", "moves": ["C3"], "untilDepth": 1},  # a later entry wins, as in KataGo
+    ]
+    query, warnings = parse(avoidMoves=avoid)
+    assert warnings == [] and query.avoid.shape == (2, 82)
+    assert {int(a): int(query.avoid[0, a]) for a in np.flatnonzero(query.avoid[0])} == {
+        c3: 1,
+        81: 3,
+        e5: 3,
+    }
+    assert {int(a): int(query.avoid[1, a]) for a in np.flatnonzero(query.avoid[1])} == {e1: 2}
+    query, _ = parse(allowMoves=[{"player": "W", "moves": ["E1", "pass"], "untilDepth": 4}])
+    assert not query.avoid[0].any()
+    assert set(np.flatnonzero(query.avoid[1] == 0)) == {e1, 81} and query.avoid[1].max() == 4
+    assert parse()[0].avoid is None
 
 
 JSON = st.recursive(
@@ -187,7 +220,10 @@ JSON = st.recursive(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    field=st.sampled_from(sorted(query()) + ["analyzeTurns", "initialStones", "initialPlayer"]),
+    field=st.sampled_from(
+        sorted(query())
+        + ["analyzeTurns", "initialStones", "initialPlayer", "avoidMoves", "allowMoves"]
+    ),
     value=JSON,
 )
 def test_fuzzed_fields_give_a_query_or_a_query_error(field, value):
@@ -411,6 +447,63 @@ def test_one_visit_equals_evaluate_and_katago():
         theirs = [-1 if p is None else p for p in katago["policy"]] + [katago["policyPass"]]
         np.testing.assert_allclose(reply["policy"], theirs, atol=1e-4)
         np.testing.assert_allclose(reply["ownership"], katago["whiteOwnership"], atol=1e-4)
+
+
+def listed_moves(reply: dict) -> list[str]:
+    return [m["move"] for m in reply["moveInfos"]]
+
+
+def test_avoided_moves_leave_the_list_and_allowed_moves_alone_stay_at_one_visit():
+    base = {"moves": [["B", "E5"]], "includePolicy": True}
+    (plain,) = session([json.dumps(query(id="plain", **base))])
+    first, second = listed_moves(plain)[:2]
+    assert first != "pass" and second != "pass"
+    lines = [
+        json.dumps(
+            query(id="avoid", avoidMoves=[AVOID | {"player": "W", "moves": [first]}], **base)
+        ),
+        # Avoiding Black's moves changes nothing with White to move.
+        json.dumps(query(id="black", avoidMoves=[AVOID | {"moves": [first]}], **base)),
+        json.dumps(
+            query(
+                id="allow",
+                allowMoves=[{"player": "W", "moves": [second, "C3"], "untilDepth": 1}],
+                **base,
+            )
+        ),
+    ]
+    avoid, black, allow = session(lines)
+    assert first not in listed_moves(avoid) and listed_moves(avoid)[0] == second
+    assert listed_moves(black) == listed_moves(plain)
+    assert set(listed_moves(allow)) <= {second, "C3"} and listed_moves(allow)[0] == second
+    # The raw policy is reported as it is; the root's numbers do not change at one visit.
+    assert avoid["policy"] == plain["policy"] == allow["policy"]
+    assert avoid["rootInfo"]["winrate"] == plain["rootInfo"]["winrate"]
+    assert not any("warning" in r for r in (avoid, black, allow))
+
+
+@pytest.mark.slow
+def test_search_keeps_avoided_moves_out():
+    """At 8 visits the root's visits go to the allowed moves only, and an avoided move
+    gets none; a restriction on the other player leaves the root alone."""
+    eng = engine()
+    base = {"moves": [["B", "E5"], ["W", "C3"]], "maxVisits": 8}
+    allowed = ["D4", "F6", "G3"]
+    lines = [
+        json.dumps(query(id="plain", **base)),
+        json.dumps(
+            query(
+                id="allow", allowMoves=[{"player": "B", "moves": allowed, "untilDepth": 1}], **base
+            )
+        ),
+    ]
+    plain, allow = session(lines, eng)
+    assert set(listed_moves(allow)) <= set(allowed)
+    assert sum(m["visits"] for m in allow["moveInfos"]) == 7
+    best = listed_moves(plain)[0]
+    avoid_line = json.dumps(query(id="avoid", avoidMoves=[AVOID | {"moves": [best]}], **base))
+    (avoid,) = session([avoid_line], eng)
+    assert best not in listed_moves(avoid) and sum(m["visits"] for m in avoid["moveInfos"]) == 7
 
 
 @pytest.mark.slow

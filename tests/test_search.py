@@ -556,6 +556,76 @@ def test_gumbel_refuses_reuse():
         search(UNIFORM, states, jax.random.key(0), SearchConfig(kind="gumbel"), out.tree)
 
 
+# ----------------------------------------------------------------------------
+# Moves kept out of the search (KataGo's avoidMoves / allowMoves).
+
+
+def avoid_array(games: int, size: int, entries) -> jnp.ndarray:
+    """``[games, 2, A]`` from ``(game, player, actions, until_depth)`` entries."""
+    avoid = np.zeros((games, 2, size * size + 1), np.int32)
+    for game, player, actions, until in entries:
+        avoid[game, 0 if player == "B" else 1, actions] = until
+    return jnp.asarray(avoid)
+
+
+def first_points_evaluator(states, key):
+    """Priors falling with the action index, value 0: a narrow, deep tree."""
+    del key
+    logits = -0.5 * jnp.arange(states.num_actions, dtype=jnp.float32)
+    return jnp.broadcast_to(logits, (states.to_play.shape[0], states.num_actions)), jnp.zeros(
+        states.to_play.shape, jnp.float32
+    )
+
+
+def test_avoided_moves_stay_out_of_the_tree_above_their_depth():
+    state = new_game(5, rules="chinese", max_moves=40)
+    states = batch(state, 2)
+    black_root, white_reply = [0, 1, 25], [2, 3]  # pass (25) avoided at the root too
+    avoid = avoid_array(2, 5, [(0, "B", black_root, 1), (0, "W", white_reply, 2)])
+    config = SearchConfig(kind="puct", num_simulations=400, dirichlet_fraction=0.0)
+    out = fast_jit(functools.partial(search, first_points_evaluator, config=config))(
+        states, jax.random.key(3), avoid=avoid
+    )
+    depth = np.asarray(out.tree.embeddings.move_number)  # the root is at move 0
+    black = np.asarray(out.tree.embeddings.to_play) == gojax.BLACK
+    seen = {0: set(), 1: set()}
+    for b, parent, action, _ in walk_edges(out.tree):
+        d, mover = int(depth[b, parent]), "B" if black[b, parent] else "W"
+        seen[b].add((d, mover, action))
+        if b == 0:
+            assert not (d < 1 and mover == "B" and action in black_root), (d, action)
+            assert not (d < 2 and mover == "W" and action in white_reply), (d, action)
+    visits = np.asarray(out.visit_counts)
+    assert visits[0, black_root].sum() == 0 and visits[1, [0, 1]].min() > 0
+    assert int(out.action[0]) not in black_root
+    # Deeper down the same moves are searched again, and the other game never lost them.
+    assert any(d >= 2 and m == "B" and a in black_root for d, m, a in seen[0])
+    assert any(d >= 2 and m == "W" and a in white_reply for d, m, a in seen[0])
+    assert any(d == 1 and m == "W" and a in white_reply for d, m, a in seen[1])
+
+
+def test_allowed_moves_alone_are_searched_and_no_restriction_is_no_change():
+    state = new_game(5, rules="chinese", max_moves=40)
+    states = batch(state, 3)
+    allowed = [6, 8, 16]
+    others = [a for a in range(26) if a not in allowed]
+    avoid = avoid_array(3, 5, [(0, "B", others, 1), (1, "B", list(range(26)), 1)])
+    config = SearchConfig(kind="puct", num_simulations=64, dirichlet_fraction=0.0)
+    run = fast_jit(functools.partial(search, UNIFORM, config=config))
+    key = jax.random.key(5)
+    out = run(states, key, avoid=avoid)
+    visits = np.asarray(out.visit_counts)
+    assert set(np.flatnonzero(visits[0])) == set(allowed) and visits[0].sum() == 64
+    # Every move kept out: the restriction is dropped at that node.
+    assert (visits[1] > 0).sum() > 20
+    # No restriction (zeros) searches exactly as no avoid argument.
+    plain = run(states, key)
+    for x, y in zip(jax.tree.leaves(out), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(np.asarray(x)[2], np.asarray(y)[2])
+    with pytest.raises(ValueError, match="fresh search"):
+        search(UNIFORM, states, key, config, tree=plain.tree, avoid=avoid)
+
+
 def test_principal_variation():
     states = batch(position(**dict(SAVE, max_moves=4)), 1)
     out = searcher(UNIFORM, SearchConfig(num_simulations=256, temperature_moves=0))(
