@@ -308,6 +308,18 @@ class _Result:
     out: dict[str, np.ndarray]  # network outputs, row 0 the root, row 1 + i after move i
     mover: int
     searched: bool  # whether out has a row per listed move
+    pv_visits: tuple[tuple[int, ...], ...] = ()  # per listed move: visits along its pv
+
+
+def _pv_visits(tree: Any, index: int, pv: tuple[int, ...]) -> tuple[int, ...]:
+    """Visits of the edges along ``pv`` from the root of game ``index`` of a host tree."""
+    visits, node = [], 0
+    for action in pv:
+        if node < 0:
+            break
+        visits.append(int(tree.children_visits[index, node, action]))
+        node = int(tree.children_index[index, node, action])
+    return tuple(visits)
 
 
 def _reply(query: Query, turn: int, result: _Result) -> dict:
@@ -341,6 +353,15 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
                 "pv": [action_to_gtp(a, size) for a in move.pv[: query.pv_length + 1]],
             }
         )
+        if query.include_pv_visits:
+            visits = result.pv_visits[i] if result.searched else (move.visits,)
+            infos[-1]["pvVisits"] = list(visits[: query.pv_length + 1])
+            infos[-1]["pvEdgeVisits"] = infos[-1]["pvVisits"]  # no graph search: the same
+        if query.include_no_result_value:
+            infos[-1]["noResultValue"] = _num(out["no_result"][row])
+        if query.include_moves_ownership:
+            ownership = out["white_ownership"][row] * -mover
+            infos[-1]["ownership"] = _round(ownership if keep else -ownership).tolist()
     analysis = result.analysis
     raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
     raw_winrate = 1.0 - raw_winrate if mover == BLACK else raw_winrate
@@ -736,7 +757,8 @@ class AnalysisEngine:
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
-            results.append(_Result(analysis, row, mover, searched=True))
+            pv_visits = tuple(_pv_visits(host.tree, i, move.pv) for move in analysis.moves)
+            results.append(_Result(analysis, row, mover, searched=True, pv_visits=pv_visits))
         return results
 
     def _evaluated(

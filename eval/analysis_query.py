@@ -67,16 +67,16 @@ _FIELDS = {
     "priorities",
     "avoidMoves",
     "allowMoves",
+    "includePVVisits",
+    "includeMovesOwnership",
+    "includeNoResultValue",
 }
 # KataGo fields that are accepted but have no effect here (a warning says so when set).
 _IGNORED_FIELDS = {
     "rootPolicyTemperature",
     "rootFpuReductionMax",
     "includeOwnershipStdev",
-    "includeMovesOwnership",
     "includeMovesOwnershipStdev",
-    "includePVVisits",
-    "includeNoResultValue",
     "reportDuringSearchEvery",
     "firstReportDuringSearchAfter",
 }
@@ -108,6 +108,9 @@ class Query:
     visits: int  # the root's visit budget (1: the network alone)
     include_ownership: bool
     include_policy: bool
+    include_pv_visits: bool
+    include_moves_ownership: bool
+    include_no_result_value: bool
     pv_length: int  # moves of each principal variation after its first
     report_as: str  # one of REPORT_AS
     # [2, P + 1] int32 or None: avoidMoves / allowMoves as gojax.search.search's ``avoid``:
@@ -454,6 +457,9 @@ def parse_query(
     visits, pv_length, report_as = _options(request, visits, report_as, warnings)
     include_ownership = _boolean(request, "includeOwnership")
     include_policy = _boolean(request, "includePolicy")
+    include_pv_visits = _boolean(request, "includePVVisits")
+    include_moves_ownership = _boolean(request, "includeMovesOwnership")
+    include_no_result_value = _boolean(request, "includeNoResultValue")
     avoid = _avoid(request, size)
     for field in sorted(set(request) - _FIELDS):
         if field not in _IGNORED_FIELDS:
@@ -473,6 +479,9 @@ def parse_query(
         visits=visits,
         include_ownership=include_ownership,
         include_policy=include_policy,
+        include_pv_visits=include_pv_visits,
+        include_moves_ownership=include_moves_ownership,
+        include_no_result_value=include_no_result_value,
         pv_length=pv_length,
         report_as=report_as,
         avoid=avoid,

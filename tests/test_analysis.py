@@ -482,6 +482,35 @@ def test_avoided_moves_leave_the_list_and_allowed_moves_alone_stay_at_one_visit(
     assert not any("warning" in r for r in (avoid, black, allow))
 
 
+EXTRAS = {"includePVVisits": True, "includeMovesOwnership": True, "includeNoResultValue": True}
+
+
+def assert_extras(reply: dict, searched: bool) -> None:
+    """The per-move fields asked for by ``EXTRAS``, consistent with the rest of the reply."""
+    for info in reply["moveInfos"]:
+        assert len(info["pvVisits"]) == len(info["pv"]) and info["pvVisits"][0] == info["visits"]
+        assert info["pvEdgeVisits"] == info["pvVisits"]
+        assert sorted(info["pvVisits"], reverse=True) == info["pvVisits"]
+        assert 0 <= info["noResultValue"] <= 1 and len(info["ownership"]) == 81
+        assert all(-1 <= x <= 1 for x in info["ownership"])
+    owned = [info["ownership"] for info in reply["moveInfos"]]
+    if searched:  # each after its own move: the moved-on point is owned by the mover
+        for info, ownership in zip(reply["moveInfos"], owned, strict=True):
+            if info["move"] != "pass":
+                assert ownership[gtp_to_action(info["move"], 9)] > 0.5
+    else:  # one evaluation: the root's numbers for every move
+        assert all(o == reply["ownership"] for o in owned)
+
+
+def test_pv_visits_moves_ownership_and_no_result_at_one_visit():
+    line = json.dumps(query(id="x", includeOwnership=True, **EXTRAS))
+    (reply,) = session([line])
+    assert_extras(reply, searched=False)
+    assert [i["pvVisits"] for i in reply["moveInfos"]][:2] == [[1], [0]]
+    (plain,) = session([json.dumps(query(id="x", includeOwnership=True))])
+    assert all("pvVisits" not in i and "ownership" not in i for i in plain["moveInfos"])
+
+
 @pytest.mark.slow
 def test_search_keeps_avoided_moves_out():
     """At 8 visits the root's visits go to the allowed moves only, and an avoided move
@@ -498,6 +527,10 @@ def test_search_keeps_avoided_moves_out():
         ),
     ]
     plain, allow = session(lines, eng)
+    (extras,) = session([json.dumps(query(id="extras", **base, **EXTRAS))], eng)
+    assert_extras(extras, searched=True)
+    assert listed_moves(extras) == listed_moves(plain)
+    assert max(len(i["pv"]) for i in extras["moveInfos"]) > 1
     assert set(listed_moves(allow)) <= set(allowed)
     assert sum(m["visits"] for m in allow["moveInfos"]) == 7
     best = listed_moves(plain)[0]
