@@ -772,15 +772,15 @@ class AnalysisEngine:
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             white = float(row["white_win"][0] + 0.5 * row["no_result"][0])
-            legal = row["legal"][0] & allowed[i]
             analysis = _policy_analysis(
                 row["policy"][0],
-                legal if legal.any() else row["legal"][0],
+                row["legal"][0],
                 white if mover == WHITE else 1.0 - white,
                 float(row["white_lead"][0]) * -mover,
                 float(row["score_stdev"][0]),
                 (row["white_ownership"][0] * -mover).astype(np.float32),
                 max_moves=self.moves_listed,
+                allowed=allowed[i],
             )
             results.append(_Result(analysis, row, mover, searched=False))
         return results

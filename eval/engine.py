@@ -215,6 +215,11 @@ def allocate_time(
 # The engine
 
 
+def _may_pass(avoid: np.ndarray | None, colour: int) -> bool:
+    """Whether ``avoid [2, A]`` leaves ``colour`` a pass at the root."""
+    return avoid is None or avoid[0 if colour == BLACK else 1, -1] == 0
+
+
 def _colour(player: int) -> str:
     return "B" if player == BLACK else "W"
 
@@ -467,8 +472,10 @@ class Engine:
         visits: int | None = None,
         seconds: float | None = None,
         progress=None,
+        avoid: np.ndarray | None = None,
     ) -> Analysis:
-        """Analyse the position with ``colour`` to move (default: whoever is to move)."""
+        """Analyse the position with ``colour`` to move (default: whoever is to move),
+        keeping out the moves ``avoid [2, A]`` names (``gojax.search.search``'s)."""
         state = self._state_for(self.to_play if colour is None else colour)
         deadline = None if seconds is None else time.monotonic() + seconds
         return self.player.analyze(
@@ -477,12 +484,13 @@ class Engine:
             key=self._next_key(),
             deadline=deadline,
             progress=progress,
+            avoid=avoid,
         )
 
-    def ponder(self, colour: int | None = None):
+    def ponder(self, colour: int | None = None, avoid: np.ndarray | None = None):
         """Endless analyses (deeper and deeper) for ``lz-analyze``/``kata-analyze``."""
         state = self._state_for(self.to_play if colour is None else colour)
-        return self.player.ponder(state, key=self._next_key())
+        return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
     def time_for_move(self, colour: int) -> float | None:
         """Seconds ``colour`` may think now (``None``: no time limit)."""
@@ -493,8 +501,12 @@ class Engine:
             lag=self.lag,
         )
 
-    def genmove(self, colour: int, *, progress=None) -> tuple[int, Analysis]:
+    def genmove(
+        self, colour: int, *, progress=None, avoid: np.ndarray | None = None
+    ) -> tuple[int, Analysis]:
         """Choose a move for ``colour``, play it, and return it (or ``RESIGN``) with the analysis.
+
+        ``avoid`` keeps moves out of the search as in :meth:`analyze`.
 
         Resignation: when ``resign_threshold`` is set and the mover's win rate
         was below it at this and its previous ``resign_consecutive - 1`` moves.
@@ -504,7 +516,7 @@ class Engine:
         """
         start = time.monotonic()
         seconds = self.time_for_move(colour)
-        analysis = self.analyze(colour, seconds=seconds, progress=progress)
+        analysis = self.analyze(colour, seconds=seconds, progress=progress, avoid=avoid)
         action = analysis.best.action
         threshold = self.resign_threshold
         if threshold is not None and analysis.winrate < threshold:
@@ -513,7 +525,7 @@ class Engine:
             self._low_winrate[colour] = 0
         if threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
             action = RESIGN
-        elif self._winning_pass(colour):
+        elif self._winning_pass(colour) and _may_pass(avoid, colour):
             action = self.size * self.size
         if action != RESIGN:
             self.play(colour, action)

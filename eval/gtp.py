@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
+import numpy as np
+
 from eval.engine import (
     RESIGN,
     RULES_FOR_KGS,
@@ -114,22 +116,32 @@ class AnalyzeOptions:
         self.root_info = False
         self.min_moves = 0
         self.max_moves = 1_000_000
+        self.avoid: np.ndarray | None = None  # [2, A] plies, as gojax.search.search's
 
     @classmethod
-    def parse(cls, args: list[str]) -> AnalyzeOptions:
-        """``[colour] [interval] {key value}``; the interval is in centiseconds."""
+    def parse(cls, args: list[str], size: int) -> AnalyzeOptions:
+        """``[colour] [interval] {key value}``; the interval is in centiseconds.
+
+        ``avoid COLOUR VERTEX,VERTEX,... DEPTH`` (any number) keeps those moves
+        of that player out of the search in the first ``DEPTH`` plies; ``allow``
+        (once, not with ``avoid``) keeps every other move out.
+        """
         opts = cls()
         rest = list(args)
         if rest and rest[0].lower() in ("b", "w", "black", "white"):
             opts.colour = _colour(rest.pop(0))
         if rest and re.fullmatch(r"[0-9]+", rest[0]):
             opts.interval = _int(rest.pop(0), 0) / 100
+        kinds = []
         while rest:
             key = rest.pop(0)
-            if key in ("allow", "avoid"):  # "avoid COLOUR VERTICES DEPTH": accepted, not obeyed
-                if len(rest) < 3:
+            if key in ("allow", "avoid"):
+                if len(rest) < 3 or (kinds and (key == "allow" or "allow" in kinds)):
                     raise GTPError("syntax error")
+                colour, vertices, depth = rest[:3]
                 del rest[:3]
+                kinds.append(key)
+                opts._keep_out(key, _colour(colour), vertices, _int(depth, 1), size)
                 continue
             if not rest:
                 raise GTPError("syntax error")
@@ -150,6 +162,20 @@ class AnalyzeOptions:
             else:
                 raise GTPError("syntax error")
         return opts
+
+    def _keep_out(self, kind: str, colour: int, vertices: str, depth: int, size: int) -> None:
+        if self.avoid is None:
+            self.avoid = np.zeros((2, size * size + 1), np.int32)
+        try:
+            actions = [gtp_to_action(v, size) for v in vertices.split(",") if v]
+        except ValueError:
+            raise GTPError("syntax error") from None
+        row = self.avoid[0 if colour == BLACK else 1]
+        if kind == "allow":
+            row[:] = depth
+            row[actions] = 0
+        else:
+            row[actions] = depth
 
 
 def _fmt(x: float) -> str:
@@ -211,7 +237,7 @@ class _Analysis(threading.Thread):
         self.kata = kata
         self.stop_event = threading.Event()
         self.size = server.engine.size
-        self.analyses = server.engine.ponder(opts.colour)
+        self.analyses = server.engine.ponder(opts.colour, avoid=opts.avoid)
 
     def run(self) -> None:
         previous = None
@@ -544,7 +570,7 @@ class GTPServer:
         return ""
 
     def _start_analysis(self, args, ident, *, kata: bool):
-        opts = AnalyzeOptions.parse(args)
+        opts = AnalyzeOptions.parse(args, self.engine.size)
         analysis = _Analysis(self, opts, kata)  # may fail (bad position): before the "="
         self.write(f"={ident}\n")
         self._analysis = analysis
@@ -558,7 +584,7 @@ class GTPServer:
         return self._start_analysis(args, ident, kata=True)
 
     def _genmove_analyze(self, args, ident, *, kata: bool):
-        opts = AnalyzeOptions.parse(args)
+        opts = AnalyzeOptions.parse(args, self.engine.size)
         colour = self.engine.to_play if opts.colour is None else opts.colour
         size = self.engine.size
         lines: list[str] = []
@@ -571,7 +597,7 @@ class GTPServer:
                 lines.append(format_analysis(analysis, size, kata=kata, opts=opts))
 
         # A failure here is reported as an ordinary error: nothing was written yet.
-        action, analysis = self.engine.genmove(colour, progress=progress)
+        action, analysis = self.engine.genmove(colour, progress=progress, avoid=opts.avoid)
         final = format_analysis(analysis, size, kata=kata, opts=opts)
         if not lines or lines[-1] != final:
             lines.append(final)

@@ -79,15 +79,20 @@ class Player(Protocol):
         key: jax.Array,
         deadline: float | None = None,
         progress: Progress | None = None,
+        avoid: np.ndarray | None = None,
     ) -> Analysis:
         """Think about ``state`` (not finished) for at most ``visits`` visits.
 
         ``deadline`` is a ``time.monotonic()`` instant the answer must come
-        before; ``progress`` may be called with intermediate analyses.
+        before; ``progress`` may be called with intermediate analyses;
+        ``avoid`` ``[2, A]`` keeps moves out as ``gojax.search.search``'s
+        (GTP's ``avoid``/``allow``; None: nothing kept out).
         """
         ...
 
-    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+    def ponder(
+        self, state: GoState, *, key: jax.Array, avoid: np.ndarray | None = None
+    ) -> Iterator[Analysis]:
         """Endless analyses of ``state``, each at least as deep as the last (for lz-analyze)."""
         ...
 
@@ -113,6 +118,15 @@ def _batch(state: GoState) -> GoState:
     return jax.tree.map(lambda x: x[None], state)
 
 
+def root_moves(avoid: np.ndarray | None, state: GoState) -> np.ndarray | None:
+    """``[A]`` bool: the moves ``avoid [2, A]`` leaves to the player to move at ``state``'s
+    root (a move kept out until ply 1 or later is not), or None when it keeps nothing out."""
+    if avoid is None:
+        return None
+    row = np.asarray(avoid)[0 if int(state.to_play) == 1 else 1]
+    return None if not row.any() else row == 0
+
+
 def _live(state: GoState) -> GoState:
     """``state`` with the game going on, so that a finished game can still be analysed."""
     return state.replace(terminated=jnp.asarray(False), passes=jnp.asarray(0, jnp.int8))
@@ -129,14 +143,19 @@ def _policy_analysis(
     chosen: int | None = None,
     max_moves: int = 20,
     min_prior: float = 1e-3,
+    allowed: np.ndarray | None = None,
 ) -> Analysis:
     """The analysis of one network evaluation: moves by prior, ``chosen`` first with 1 visit.
 
     Args:
       policy: ``[P+1]`` probabilities, pass last (0 on illegal moves).
       legal: ``[P+1]`` bool.
-      chosen: the move to put first (default: the most probable legal move).
+      chosen: the move to put first (default: the most probable listed move).
+      allowed: ``[P+1]`` bool, the only moves to list (as :func:`root_moves`); ignored
+        where it leaves no legal move.
     """
+    if allowed is not None and np.any(legal & allowed):
+        legal = legal & allowed
     scores = np.where(legal, policy, -1.0)
     ranked = [int(a) for a in np.argsort(-scores, kind="stable") if legal[a]]
     if chosen is None:
@@ -170,14 +189,14 @@ def _policy_analysis(
 class _OneShotPlayer:
     """A player whose whole analysis is one call of ``self._analysis(state, key)``."""
 
-    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
-        analysis = self._analysis(state, key)
+    def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
+        analysis = self._analysis(state, key, root_moves(avoid, state))
         if progress is not None:
             progress(analysis)
         return analysis
 
-    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
-        analysis = self._analysis(state, key)
+    def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+        analysis = self._analysis(state, key, root_moves(avoid, state))
         while True:  # one evaluation says all this player will ever say
             yield analysis
 
@@ -205,7 +224,9 @@ class PolicyPlayer(_OneShotPlayer):
         out = self._run(self.model.variables, _batch(state), key=key)
         return {k: np.asarray(v[0]) for k, v in out.items()}
 
-    def _analysis(self, state: GoState, key: jax.Array | None = None) -> Analysis:
+    def _analysis(
+        self, state: GoState, key: jax.Array | None = None, allowed: np.ndarray | None = None
+    ) -> Analysis:
         out = self._outputs(state, key)
         mover = int(state.to_play)
         white_win = float(out["white_win"] + 0.5 * out["no_result"])
@@ -219,6 +240,7 @@ class PolicyPlayer(_OneShotPlayer):
             lead,
             float(out["score_stdev"]),
             ownership.astype(np.float32),
+            allowed=allowed,
         )
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -243,10 +265,13 @@ class UniformPlayer(_OneShotPlayer):
     def __init__(self, *, max_moves: int = 10) -> None:
         self.max_moves = max_moves
 
-    def _analysis(self, state: GoState, key: jax.Array) -> Analysis:
+    def _analysis(
+        self, state: GoState, key: jax.Array, allowed: np.ndarray | None = None
+    ) -> Analysis:
         legal = np.array(_jitted(legal_moves)(_live(state)))
         legal[-1] = True
-        points = np.flatnonzero(legal[:-1])
+        choices = legal & allowed if allowed is not None and np.any(legal & allowed) else legal
+        points = np.flatnonzero(choices[:-1])
         policy = legal / legal.sum()
         if len(points):
             chosen = int(points[int(jax.random.randint(key, (), 0, len(points)))])
@@ -262,6 +287,7 @@ class UniformPlayer(_OneShotPlayer):
             chosen=chosen,
             max_moves=self.max_moves,
             min_prior=0.0,
+            allowed=allowed,
         )
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -354,7 +380,7 @@ class SearchPlayer:
         kind = self._kind(state)
         if kind not in self._empty:
             shapes = jax.eval_shape(
-                functools.partial(self._search, config=self.config, tree=None),
+                functools.partial(self._search, config=self.config, tree=None, avoid=None),
                 self.model.variables,
                 _batch(state),
                 jax.random.key(0),
@@ -383,7 +409,7 @@ class SearchPlayer:
         out = self._evaluate(self.model.variables, state, jnp.asarray(padded, jnp.int32), key)
         return {k: np.asarray(v) for k, v in out.items()}
 
-    def _policy(self, state: GoState, key: jax.Array) -> Analysis:
+    def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:
         out = self._evaluations(state, [], key)
         mover = int(state.to_play)
         white_win = float(out["white_win"][0] + 0.5 * out["no_result"][0])
@@ -394,32 +420,40 @@ class SearchPlayer:
             float(out["white_lead"][0]) * -mover,
             float(out["score_stdev"][0]),
             (out["white_ownership"][0] * -mover).astype(np.float32),
+            allowed=allowed,
         )
 
-    def _searched(self, state: GoState, key: jax.Array) -> Analysis:
+    def _searched(self, state: GoState, key: jax.Array, avoid=None) -> Analysis:
         key_search, key_eval = jax.random.split(key)
         tree = self._start_tree(state)
-        result = self._search(self.model.variables, _batch(state), key_search, self.config, tree)
-        self._tree, self._root = result.tree, state
+        plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
+        result = self._search(
+            self.model.variables, _batch(state), key_search, self.config, tree, plies[None]
+        )
+        # A tree searched with moves kept out is not continued by later searches.
+        restricted = bool(np.any(plies))
+        self._tree, self._root = (None, None) if restricted else (result.tree, state)
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key_eval)
         return search_analysis(host, 0, listed, out, int(state.to_play))
 
-    def analyze(self, state, *, visits, key, deadline=None, progress=None) -> Analysis:
+    def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
         if deadline is not None and deadline - _now() < needed:
-            analysis = self._policy(state, key)  # no time to search: the network's first choice
+            # No time to search: the network's first choice.
+            analysis = self._policy(state, key, root_moves(avoid, state))
         else:
-            analysis = self._searched(state, key)
+            analysis = self._searched(state, key, avoid)
         if progress is not None:
             progress(analysis)
         return analysis
 
-    def ponder(self, state: GoState, *, key: jax.Array) -> Iterator[Analysis]:
+    def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         key_policy, key_search = jax.random.split(key)
-        yield self._policy(state, key_policy)  # at once, while the search runs
-        analysis = self._searched(state, key_search)
+        # At once, while the search runs.
+        yield self._policy(state, key_policy, root_moves(avoid, state))
+        analysis = self._searched(state, key_search, avoid)
         while True:
             yield analysis
 
@@ -488,15 +522,18 @@ class UCTPlayer(SearchPlayer):
             time_factor=time_factor,
         )
 
-    def _policy(self, state: GoState, key: jax.Array) -> Analysis:
+    def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:
         from gojax.uct import rollout_moves
 
-        allowed = np.asarray(_jitted(rollout_moves)(state))
+        choices = np.asarray(_jitted(rollout_moves)(state))
         legal = np.asarray(_jitted(legal_moves)(state))
-        if not allowed.any():  # a finished game: pass
-            allowed = np.zeros_like(allowed)
-            allowed[-1] = True
-        chosen = int(jax.random.choice(key, np.flatnonzero(allowed)))
+        if allowed is not None and np.any(legal & allowed):
+            legal = legal & allowed
+            choices = choices & allowed
+        if not choices.any():  # a finished game, or nothing a rollout would play: pass
+            choices = np.zeros_like(choices)
+            choices[-1] = True
+        chosen = int(jax.random.choice(key, np.flatnonzero(choices)))
         policy = legal / max(legal.sum(), 1)
         zeros = np.zeros(state.board.shape, np.float32)
         return _policy_analysis(policy, legal, 0.5, 0.0, 0.0, zeros, chosen=chosen)
@@ -509,9 +546,9 @@ def _uct_functions():
     from gojax.uct import rollout_evaluator
 
     @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config, tree):
+    def run_search(variables, states, key, config, tree, avoid):
         del variables
-        return search(rollout_evaluator(1), states, key, config, tree)
+        return search(rollout_evaluator(1), states, key, config, tree, avoid)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
@@ -533,7 +570,7 @@ def _uct_functions():
 
 
 def _search_functions(model: Any, symmetry: int | str):
-    """Jitted ``search(variables, states, key, config, tree)``, root-and-children evaluation
+    """Jitted ``search(variables, states, key, config, tree, avoid)``, root-and-children evaluation
     ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, reuse_subtree, search
@@ -541,9 +578,9 @@ def _search_functions(model: Any, symmetry: int | str):
     net, version = model.module(), model.version
 
     @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config, tree):
+    def run_search(variables, states, key, config, tree, avoid):
         evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
-        return search(evaluator, states, key, config, tree)
+        return search(evaluator, states, key, config, tree, avoid)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):

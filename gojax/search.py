@@ -702,15 +702,14 @@ def search(
         ``avoidMoves``/``allowMoves``): ``avoid[b, i, a] = d`` keeps move ``a``
         out of game ``b``'s nodes less than ``d`` plies below the root where
         Black (``i = 0``) or White (``i = 1``) is to move; 0 never. A node that
-        would be left without a move keeps all of its own. Fresh searches only.
+        would be left without a move keeps all of its own. A game with any
+        restriction starts fresh: a kept tree was searched without it.
 
     Returns:
       A :class:`SearchOutput`. Finished games get pass and meaningless weights.
     """
     if tree is not None and config.kind == "gumbel":
         raise ValueError("tree reuse needs kind='puct' or 'uct': Gumbel assumes a fresh root")
-    if tree is not None and avoid is not None:
-        raise ValueError("avoid needs a fresh search: a reused tree was searched without it")
     key_root, key_policy = jax.random.split(key)
     batch = states.to_play.shape[0]
     num_actions = states.num_actions
@@ -739,6 +738,8 @@ def search(
     else:
         tree = _pad_tree(tree, capacity).replace(extra_data=extra_data)
         keep = _same_position(tree, states)
+        if avoid is not None:
+            keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
         nodes = tree.node_visits.shape[1]
         # The root evaluation is skipped when every game keeps its tree (one game in GTP).
         tree = jax.lax.cond(

@@ -404,6 +404,34 @@ def test_analyze_arguments():
     assert ask(server, "lz-analyze 10 interval") == "? syntax error"
     reply = run(server, "kata-analyze w interval 0 maxmoves 3 minmoves 1 rootInfo true\n")
     assert reply == ["="]
+    for bad in (
+        "avoid b q99 1",
+        "avoid x e5 1",
+        "avoid b e5 0",
+        "avoid b e5",
+        "allow b e5 1 avoid w c3 1",
+        "avoid b e5 1 allow w c3 1",
+        "allow b e5 1 allow w c3 1",
+    ):
+        assert ask(server, f"kata-analyze b 10 {bad}") == "? syntax error", bad
+    reply = run(server, "lz-analyze b 0 avoid b e5,c3 1 avoid w pass 2\n")
+    assert reply == ["="]
+
+
+def listed(reply_line: str) -> list[str]:
+    """The moves of one analysis line, in order."""
+    return re.findall(r"info move (\S+)", reply_line)
+
+
+def test_genmove_analyze_obeys_allow_and_avoid():
+    server = make_server()
+    for _ in range(4):
+        reply = ask(server, "lz-genmove_analyze b 1 allow b c3,d4 1").split("\n")
+        assert reply[-1] in ("play C3", "play D4") and set(listed(reply[1])) <= {"C3", "D4"}
+        run(server, "clear_board\n")
+    # Restrictions on the other player leave the mover alone.
+    reply = ask(server, "lz-genmove_analyze b 1 allow w c3 1").split("\n")
+    assert len(listed(reply[1])) > 2
 
 
 def test_genmove_analyze_streams_then_plays():
@@ -585,6 +613,13 @@ def test_network_genmove_and_analysis():
     assert 0.0 < winrate < 1.0
 
 
+def test_network_genmove_avoids_its_favourite():
+    server = fresh_net_server()
+    reply = ask(server, "lz-genmove_analyze b 1 avoid b e5 1").split("\n")
+    assert reply[-1].startswith("play ") and reply[-1] != "play E5"
+    assert "E5" not in listed(reply[1]) and listed(reply[1])[0] == reply[-1].split()[1]
+
+
 def test_network_final_status_calls_a_lone_invader_dead():
     server = fresh_net_server()
     black = "C3 C4 C5 C6 C7 D3 D7 E3 E7 F3 F7 G3 G4 G5 G6 G7".split()
@@ -625,6 +660,11 @@ def test_search_player_plays_and_reuses_its_tree():
     assert ask(server, f"play w {pv[1]}") == "="
     assert re.fullmatch(r"= [A-HJ][1-9]|= pass", ask(server, "genmove b"))
     assert player._tree is not first_tree
+    # Moves kept out: the search goes to the allowed ones only, and its tree is not kept.
+    reply = ask(server, "kata-genmove_analyze w 1 allow w c3,g7,pass 1").split("\n")
+    assert set(listed(reply[1])) <= {"C3", "G7", "pass"} and reply[-1] != "play resign"
+    visits = [int(v) for v in re.findall(r" visits (\d+)", reply[1])]
+    assert sum(visits) == 16 and player._tree is None
 
 
 # ----------------------------------------------------------------------------

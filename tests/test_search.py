@@ -622,8 +622,10 @@ def test_allowed_moves_alone_are_searched_and_no_restriction_is_no_change():
     plain = run(states, key)
     for x, y in zip(jax.tree.leaves(out), jax.tree.leaves(plain), strict=True):
         np.testing.assert_array_equal(np.asarray(x)[2], np.asarray(y)[2])
-    with pytest.raises(ValueError, match="fresh search"):
-        search(UNIFORM, states, key, config, tree=plain.tree, avoid=avoid)
+    # A kept tree is continued where nothing is kept out, dropped where something is.
+    again = run(states, key, tree=plain.tree, avoid=avoid)
+    assert np.asarray(again.simulations).tolist() == [64, 64, 0]
+    assert set(np.flatnonzero(np.asarray(again.visit_counts)[0])) == set(allowed)
 
 
 def test_principal_variation():
