@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import GoState, legal_moves, play
+from gojax._board import BLACK, GoState, legal_moves, play
 
 # A callback that receives intermediate analyses while a search runs.
 Progress = Callable[["Analysis"], None]
@@ -123,7 +123,7 @@ def root_moves(avoid: np.ndarray | None, state: GoState) -> np.ndarray | None:
     root (a move kept out until ply 1 or later is not), or None when it keeps nothing out."""
     if avoid is None:
         return None
-    row = np.asarray(avoid)[0 if int(state.to_play) == 1 else 1]
+    row = np.asarray(avoid)[0 if int(state.to_play) == BLACK else 1]
     return None if not row.any() else row == 0
 
 
