@@ -44,7 +44,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from eval.analysis_query import MAX_VISITS, REPORT_AS, Query, QueryError, parse_query
-from eval.players import Analysis, _policy_analysis, listed_actions, search_analysis
+from eval.players import (
+    Analysis,
+    _policy_analysis,
+    listed_actions,
+    root_moves,
+    search_analysis,
+)
 from eval.replay_cache import ReplayCache, moves_key
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
 from gojax._coords import action_to_gtp
@@ -724,15 +730,14 @@ class AnalysisEngine:
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
         movers = [int(m) for m in np.asarray(roots.to_play)[:n]]
+        key_search, key_eval = jax.random.split(self._next_key())
+        if visits == 1:
+            allowed = [root_moves(a, m) for a, m in zip(avoids, movers, strict=True)]
+            return self._evaluated(roots, movers, key_eval, allowed)
         avoid = np.zeros((batch, 2, roots.num_actions), np.int32)
         for i, plies in enumerate(avoids):
             if plies is not None:
                 avoid[i] = plies
-        key_search, key_eval = jax.random.split(self._next_key())
-        if visits == 1:
-            # A move kept out until ply 1 or later is kept out of the root's list.
-            mover_rows = avoid[np.arange(n), (np.asarray(movers) == WHITE).astype(int)]
-            return self._evaluated(roots, movers, key_eval, mover_rows == 0)
         from gojax.search import SearchConfig
 
         config = SearchConfig(
@@ -762,10 +767,10 @@ class AnalysisEngine:
         return results
 
     def _evaluated(
-        self, roots: GoState, movers: list[int], key: jax.Array, allowed: np.ndarray
+        self, roots: GoState, movers: list[int], key: jax.Array, allowed: list
     ) -> list[_Result]:
         """One network evaluation of each root: the policy's moves with the root's numbers,
-        among the ``allowed [n, A]`` moves (all of them where none of those is legal)."""
+        among each root's ``allowed`` moves (``players.root_moves``; None: all)."""
         none = jnp.zeros((roots.to_play.shape[0], 0), jnp.int32)
         out = jax.device_get(self._evaluate(self.model.variables, roots, none, key))
         results = []

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from eval.engine import EngineError, rules_from_json
+from eval.players import keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
 from gojax._rules import RULE_PRESETS, get_rules
@@ -421,15 +422,10 @@ def _avoid(request: dict, size: int) -> np.ndarray | None:
             raise QueryError(field, "Must be an array of GTP board vertices")
         actions = [_location(v, size, field, allow_pass=True) for v in entry["moves"]]
         until = _integer(entry["untilDepth"], field, 1, 10**9, "Must be a positive integer")
-        row = plies[0 if player == BLACK else 1]
-        if allow:
-            if player in players_seen:
-                message = "Cannot specify allowMoves more than once for the same player"
-                raise QueryError(field, message)
-            row[:] = until
-            row[actions] = 0
-        else:
-            row[actions] = until
+        if allow and player in players_seen:
+            message = "Cannot specify allowMoves more than once for the same player"
+            raise QueryError(field, message)
+        keep_out(plies, player, actions, until, allow=allow)
         players_seen.add(player)
     return plies
 

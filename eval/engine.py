@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eval.players import Analysis, Player, _live
+from eval.players import Analysis, Player, _live, root_moves
 from gojax import _game, sgf
 from gojax._board import (
     BLACK,
@@ -215,9 +215,9 @@ def allocate_time(
 # The engine
 
 
-def _may_pass(avoid: np.ndarray | None, colour: int) -> bool:
-    """Whether ``avoid [2, A]`` leaves ``colour`` a pass at the root."""
-    return avoid is None or avoid[0 if colour == BLACK else 1, -1] == 0
+def _may_pass(allowed: np.ndarray | None) -> bool:
+    """Whether the root moves ``allowed`` (``players.root_moves``) include a pass."""
+    return allowed is None or bool(allowed[-1])
 
 
 def _colour(player: int) -> str:
@@ -525,7 +525,7 @@ class Engine:
             self._low_winrate[colour] = 0
         if threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
             action = RESIGN
-        elif self._winning_pass(colour) and _may_pass(avoid, colour):
+        elif self._winning_pass(colour) and _may_pass(root_moves(avoid, colour)):
             action = self.size * self.size
         if action != RESIGN:
             self.play(colour, action)

@@ -40,7 +40,7 @@ from eval.engine import (
     rules_from_json,
     rules_json,
 )
-from eval.players import Analysis
+from eval.players import Analysis, keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import action_to_gtp, gtp_to_action
 
@@ -170,12 +170,7 @@ class AnalyzeOptions:
             actions = [gtp_to_action(v, size) for v in vertices.split(",") if v]
         except ValueError:
             raise GTPError("syntax error") from None
-        row = self.avoid[0 if colour == BLACK else 1]
-        if kind == "allow":
-            row[:] = depth
-            row[actions] = 0
-        else:
-            row[actions] = depth
+        keep_out(self.avoid, colour, actions, depth, allow=kind == "allow")
 
 
 def _fmt(x: float) -> str:

@@ -118,12 +118,24 @@ def _batch(state: GoState) -> GoState:
     return jax.tree.map(lambda x: x[None], state)
 
 
-def root_moves(avoid: np.ndarray | None, state: GoState) -> np.ndarray | None:
-    """``[A]`` bool: the moves ``avoid [2, A]`` leaves to the player to move at ``state``'s
-    root (a move kept out until ply 1 or later is not), or None when it keeps nothing out."""
+def keep_out(plies: np.ndarray, colour: int, actions: list[int], depth: int, *, allow: bool):
+    """Write one ``avoid`` (or ``allow``) entry of ``colour`` into ``plies [2, A]``, the
+    ``avoid`` of ``gojax.search.search``: those moves (or all others) kept out for ``depth``
+    plies; a later entry overwrites an earlier one, as in KataGo."""
+    row = plies[0 if colour == BLACK else 1]
+    if allow:
+        row[:] = depth
+        row[actions] = 0
+    else:
+        row[actions] = depth
+
+
+def root_moves(avoid: np.ndarray | None, mover: int) -> np.ndarray | None:
+    """``[A]`` bool: the moves ``avoid [2, A]`` leaves to ``mover`` at the root (a move kept
+    out until ply 1 or later is not), or None when it keeps nothing out."""
     if avoid is None:
         return None
-    row = np.asarray(avoid)[0 if int(state.to_play) == BLACK else 1]
+    row = np.asarray(avoid)[0 if mover == BLACK else 1]
     return None if not row.any() else row == 0
 
 
@@ -190,13 +202,13 @@ class _OneShotPlayer:
     """A player whose whole analysis is one call of ``self._analysis(state, key)``."""
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
-        analysis = self._analysis(state, key, root_moves(avoid, state))
+        analysis = self._analysis(state, key, root_moves(avoid, int(state.to_play)))
         if progress is not None:
             progress(analysis)
         return analysis
 
     def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
-        analysis = self._analysis(state, key, root_moves(avoid, state))
+        analysis = self._analysis(state, key, root_moves(avoid, int(state.to_play)))
         while True:  # one evaluation says all this player will ever say
             yield analysis
 
@@ -442,7 +454,7 @@ class SearchPlayer:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
         if deadline is not None and deadline - _now() < needed:
             # No time to search: the network's first choice.
-            analysis = self._policy(state, key, root_moves(avoid, state))
+            analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
         else:
             analysis = self._searched(state, key, avoid)
         if progress is not None:
@@ -452,7 +464,7 @@ class SearchPlayer:
     def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         key_policy, key_search = jax.random.split(key)
         # At once, while the search runs.
-        yield self._policy(state, key_policy, root_moves(avoid, state))
+        yield self._policy(state, key_policy, root_moves(avoid, int(state.to_play)))
         analysis = self._searched(state, key_search, avoid)
         while True:
             yield analysis
