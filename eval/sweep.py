@@ -19,7 +19,12 @@ opponent, ``games.num_games`` games with colours alternating) and writes
 
 Opponents: ``random``, ``capture``, ``uct:<simulations>``, ``checkpoint:<step>``
 (another checkpoint of the run, ``latest`` for the newest, searched like the
-cell's agent) and ``gnugo:<level>`` (GnuGo over GTP, move by move). Games of
+cell's agent), ``run:<workdir>[:<step>]`` (a checkpoint of another training
+run on the same board, by default its newest, also searched like the cell's
+agent: two runs compared under one search) and ``gnugo:<level>`` (GnuGo over
+GTP, move by move). ``checkpoints.label`` names the swept run in the ratings
+(``label/step1200/puct16/c1.25``); another run is named by its workdir's
+last folder. Games of
 JAX agents are split across all devices (``games.num_devices``, 0: all) with
 a ``jax.sharding.Mesh`` over the game batch. Each cell's games are fixed by
 ``seed`` and the cell id, whatever the batch size, device count or order.
@@ -82,7 +87,10 @@ CSV_FIELDS = (
     "seconds",
     "games_per_second",
 )
-OPPONENT_FORMS = "random, capture, uct:<simulations>, checkpoint:<step|latest>, gnugo:<level>"
+OPPONENT_FORMS = (
+    "random, capture, uct:<simulations>, checkpoint:<step|latest>, "
+    "run:<workdir>[:<step|latest>], gnugo:<level>"
+)
 
 
 def default_config() -> ml_collections.ConfigDict:
@@ -95,7 +103,8 @@ def default_config() -> ml_collections.ConfigDict:
     """
     c = ml_collections.ConfigDict()
     c.seed = 0
-    c.checkpoints = ml_collections.ConfigDict(dict(workdir="", steps=()))
+    # label: the run's name in the ratings (needed only to tell runs apart: run: opponents).
+    c.checkpoints = ml_collections.ConfigDict(dict(workdir="", steps=(), label=""))
     c.search = ml_collections.ConfigDict(
         # moves: SearchConfig.moves of the net's and UCT's searches; None = the run's own.
         dict(kinds=("puct",), simulations=(8, 16), c_puct=(1.25,), moves=None)
@@ -134,14 +143,11 @@ class Cell:
         opponent = re.sub(r"[^A-Za-z0-9.]+", "-", self.opponent)
         return f"step{self.step:08d}_{self.kind}_s{self.simulations}_c{self.c_puct:g}_vs_{opponent}"
 
-    @property
-    def agent(self) -> str:
-        """The rated name of this cell's searching checkpoint."""
-        return agent_name(self.step, self.kind, self.simulations, self.c_puct)
 
-
-def agent_name(step: int, kind: str, simulations: int, c_puct: float) -> str:
-    return f"step{step}/{kind}{simulations}/c{c_puct:g}"
+def agent_name(step: int, kind: str, simulations: int, c_puct: float, label: str = "") -> str:
+    """``step1200/puct16/c1.25``, or ``label/step1200/puct16/c1.25`` for a named run."""
+    name = f"step{step}/{kind}{simulations}/c{c_puct:g}"
+    return f"{label}/{name}" if label else name
 
 
 # ----------------------------------------------------------------------------
@@ -191,12 +197,28 @@ def _parse_opponent(text: str) -> tuple[str, str | None]:
         "random": not arg,
         "capture": not arg,
         "uct": arg.isdigit() and int(arg) > 0,
-        "checkpoint": arg == "latest" or arg.lstrip("-").isdigit(),
+        "checkpoint": _is_step(arg),
+        "run": bool(_split_run(arg)[0]),
         "gnugo": arg.isdigit() and 0 <= int(arg) <= 10,
     }
     if not ok.get(kind, False):
         raise ValueError(f"unknown opponent {text!r}; known forms: {OPPONENT_FORMS}")
     return kind, arg or None
+
+
+def _is_step(text: str) -> bool:
+    return text == "latest" or text.lstrip("-").isdigit()
+
+
+def _split_run(arg: str) -> tuple[str, str]:
+    """``"runs/a:300"`` → ``("runs/a", "300")``; without a step, ``"latest"``."""
+    workdir, sep, step = arg.rpartition(":")
+    return (workdir, step) if sep and _is_step(step) else (arg, "latest")
+
+
+def run_label(workdir: str) -> str:
+    """The name of another run's agents in the ratings: its workdir's last folder."""
+    return Path(workdir).name or str(workdir)
 
 
 # ----------------------------------------------------------------------------
@@ -209,6 +231,18 @@ def _resolve_step(step: int, available: list[int], workdir: str) -> int:
     if step not in available:
         raise ValueError(f"{workdir}: no checkpoint at step {step}; there are {available}")
     return step
+
+
+def _resolve_run(arg: str) -> str:
+    """``run:<workdir>:<step>`` with the step a checkpoint of that run (``latest`` resolved)."""
+    from train.checkpoint import checkpoint_steps
+
+    other, step = _split_run(arg)
+    steps = checkpoint_steps(other)
+    if not steps:
+        raise ValueError(f"opponent run:{arg}: {other} has no checkpoints")
+    resolved = steps[-1] if step == "latest" else _resolve_step(int(step), steps, other)
+    return f"run:{other}:{resolved}"
 
 
 def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Cell]:
@@ -224,6 +258,8 @@ def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Ce
         if kind == "checkpoint":
             step = available[-1] if arg == "latest" else int(arg)
             text = f"checkpoint:{_resolve_step(step, available, workdir)}"
+        elif kind == "run":
+            text = _resolve_run(arg)
         opponents.append(text)
     grid = itertools.product(
         steps,
@@ -293,28 +329,35 @@ def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
 
 
 class _Agents:
-    """Builds the cells' agents from one training run; restored checkpoints are cached."""
+    """Builds the cells' agents from one training run (and ``run:`` opponents' runs).
 
-    def __init__(self, workdir: str, first_step: int, moves: str | None = None) -> None:
-        from train.model import ModelSpec
+    Restored checkpoints are cached; every net is searched over the same move set.
+    """
 
+    def __init__(self, workdir: str, first_step: int, moves: str | None = None, label: str = ""):
         self.workdir = workdir
-        self.run = functools.lru_cache(maxsize=4)(self._restore)
-        self.run_config = self.run(first_step).config  # the run's config, as saved
-        model = self.run_config["model"]
-        self.spec = ModelSpec(model["preset"], dtype=model["dtype"])
+        self.label = label
+        self.restore = functools.lru_cache(maxsize=8)(self._restore)
+        self.run_config = self.restore(workdir, first_step).config  # the run's config, as saved
         run_moves = self.run_config.get("selfplay", {}).get("moves", "legal")
         self.moves = moves or run_moves
 
-    def _restore(self, step: int):
+    @staticmethod
+    def _restore(workdir: str, step: int):
         from train.checkpoint import restore_variables
 
-        return restore_variables(self.workdir, step)
+        return restore_variables(workdir, step)
 
-    def searcher(self, step: int, kind: str, simulations: int, c_puct: float):
+    def searcher(self, step: int, kind: str, simulations: int, c_puct: float, workdir=None):
+        """Checkpoint ``step`` of the swept run (or of ``workdir``) searching as a cell says."""
         from eval.arena import search_agent
         from gojax.search import SearchConfig
+        from train.model import ModelSpec
 
+        workdir = workdir or self.workdir
+        label = self.label if workdir == self.workdir else run_label(workdir)
+        run = self.restore(workdir, step)
+        model = run.config["model"]
         search = SearchConfig(
             kind=kind,
             num_simulations=simulations,
@@ -323,8 +366,15 @@ class _Agents:
             temperature_moves=0,
             moves=self.moves,
         )
-        name = agent_name(step, kind, simulations, c_puct)
-        return search_agent(self.spec, self.run(step).variables, search, name=name)
+        name = agent_name(step, kind, simulations, c_puct, label)
+        spec = ModelSpec(model["preset"], dtype=model["dtype"])
+        return search_agent(spec, run.variables, search, name=name)
+
+    def check_board(self, workdir: str, step: int, size: int) -> None:
+        """Raise ValueError unless ``run:`` opponent ``workdir`` was trained on ``size``."""
+        other = self.restore(workdir, step).config["board"]["size"]
+        if int(other) != size:
+            raise ValueError(f"opponent run:{workdir} plays {other}x{other}, not {size}x{size}")
 
     def opponent(self, cell: Cell):
         from eval import arena
@@ -338,6 +388,9 @@ class _Agents:
             return arena.uct_agent(int(arg), moves=self.moves)
         if kind == "gnugo":
             return arena.gnugo_agent(int(arg))
+        if kind == "run":
+            workdir, step = _split_run(arg)
+            return self.searcher(int(step), cell.kind, cell.simulations, cell.c_puct, workdir)
         return self.searcher(int(arg), cell.kind, cell.simulations, cell.c_puct)
 
 
@@ -436,8 +489,13 @@ def run_sweep(
     workdir = Path(workdir)
     run = config.checkpoints.workdir
     grid = cells_of(config, checkpoint_steps(run))
-    agents = _Agents(run, grid[0].step, config.search.moves)
+    agents = _Agents(run, grid[0].step, config.search.moves, config.checkpoints.label)
     board = _board(config, agents.run_config)
+    for opponent in dict.fromkeys(cell.opponent for cell in grid):
+        kind, arg = _parse_opponent(opponent)
+        if kind == "run":
+            other, step = _split_run(arg)
+            agents.check_board(other, int(step), board["size"])
     workdir.mkdir(parents=True, exist_ok=True)
     _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
     todo = [cell for cell in grid if read_cell(workdir, cell) is None]

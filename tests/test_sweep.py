@@ -6,11 +6,22 @@ import csv
 import json
 from pathlib import Path
 
+import chex
 import jax
 import jax.numpy as jnp
 import pytest
 
-from eval.sweep import Cell, cells_of, check_config, default_config, run_sweep
+from eval.sweep import (
+    Cell,
+    _Agents,
+    _parse_opponent,
+    _split_run,
+    agent_name,
+    cells_of,
+    check_config,
+    default_config,
+    run_sweep,
+)
 from gojax.cli import main
 from train.checkpoint import Checkpointer, checkpoint_steps, restore_variables
 from train.learner import create_train_state
@@ -22,22 +33,33 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "sweep_go9_tiny.py"
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """A training workdir with two checkpoints (steps 1 and 2) of a 5x5 ``agz_tiny`` net."""
-    run = tmp_path_factory.mktemp("run")
+def _make_run(run: Path, size: int, steps: tuple[int, ...], seed: int = 0) -> Path:
+    """A training workdir with checkpoints at ``steps`` of a ``size`` x ``size`` agz_tiny net."""
     config = run_default_config()
-    config.board.size = 5
+    config.board.size = size
     config.board.komi = 0.5
     config.model.preset = "agz_tiny"
     spec = ModelSpec("agz_tiny")
     ckpt = Checkpointer(run / "checkpoints", save_every=1)
-    for step in (1, 2):
-        state = create_train_state(spec, learner_config(config), jax.random.PRNGKey(step), 5)
+    for step in steps:
+        key = jax.random.PRNGKey(seed + step)
+        state = create_train_state(spec, learner_config(config), key, size)
         state = state.replace(step=jnp.asarray(step, jnp.int32))
         ckpt.save(step, state, config=config_to_json(config), force=True)
     ckpt.close()
     return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A training workdir with two checkpoints (steps 1 and 2) of a 5x5 ``agz_tiny`` net."""
+    return _make_run(tmp_path_factory.mktemp("run"), 5, (1, 2))
+
+
+@pytest.fixture(scope="module")
+def other_run(tmp_path_factory) -> Path:
+    """Another 5x5 run (other weights), checkpoints at steps 3 and 7."""
+    return _make_run(tmp_path_factory.mktemp("base") / "other", 5, (3, 7), seed=100)
 
 
 def test_restore_variables_reads_each_step(run_dir):
@@ -71,7 +93,8 @@ def test_grid_order_and_steps():
         (20, 16, "checkpoint:20"),
     ]
     assert cells[1].id == "step00000010_puct_s8_c1.25_vs_checkpoint-20"
-    assert cells[0].agent == "step10/puct8/c1.25"
+    assert agent_name(10, "puct", 8, 1.25) == "step10/puct8/c1.25"
+    assert agent_name(10, "puct", 8, 1.25, "mine") == "mine/step10/puct8/c1.25"
     assert len({x.id for x in cells}) == len(cells)
     c.checkpoints.steps = (30,)
     with pytest.raises(ValueError, match="no checkpoint at step 30"):
@@ -193,6 +216,66 @@ def test_checkpoint_opponents(run_dir, tmp_path):
     assert set(summary["ratings"]) == {"step1/puct2/c1.25", "step2/puct2/c1.25"}
     assert rows[0]["agent"] == rows[0]["opponent_name"]
     assert set(summary["ratings"]["step1/puct2/c1.25"].__dict__) == {"elo", "lo", "hi", "games"}
+
+
+def test_run_opponents_parse_and_resolve(run_dir, other_run, tmp_path):
+    assert _split_run("runs/a") == ("runs/a", "latest")
+    assert _split_run("runs/a:300") == ("runs/a", "300")
+    assert _split_run("C:/runs/a:latest") == ("C:/runs/a", "latest")
+    assert _split_run("runs/a:b") == ("runs/a:b", "latest")  # not a step: part of the path
+    assert _parse_opponent("run:runs/a:300") == ("run", "runs/a:300")
+    with pytest.raises(ValueError, match="unknown opponent 'run:'.*run:<workdir>"):
+        _parse_opponent("run:")
+    c = default_config()
+    c.checkpoints.workdir = str(run_dir)
+    c.search.simulations = (2,)
+    c.opponents = (f"run:{other_run}", f"run:{other_run}:3", f"run:{other_run}:latest")
+    cells = cells_of(c, [1, 2])
+    # latest resolves to the other run's newest checkpoint; the same opponent is played once.
+    assert [x.opponent for x in cells] == [f"run:{other_run}:7", f"run:{other_run}:3"] * 2
+    c.opponents = (f"run:{other_run}:5",)
+    with pytest.raises(ValueError, match=r"other: no checkpoint at step 5; there are \[3, 7\]"):
+        cells_of(c, [1, 2])
+    c.opponents = (f"run:{tmp_path / 'nothing'}",)
+    with pytest.raises(ValueError, match="nothing has no checkpoints"):
+        cells_of(c, [1, 2])
+
+
+def test_run_opponent_on_another_board_is_refused(run_dir, tmp_path, capsys):
+    seven = _make_run(tmp_path / "seven", 7, (1,))
+    args = ["sweep", "--config", str(CONFIG), "--workdir", str(tmp_path / "sweep"), "--quiet"]
+    code = main(args + _overrides(run_dir, f"('run:{seven}',)"))
+    err = capsys.readouterr().err
+    assert code == 2 and "seven plays 7x7, not 5x5" in err and "Traceback" not in err
+    assert not (tmp_path / "sweep" / "cells").exists()
+
+
+@pytest.mark.slow
+def test_run_opponents_play_under_the_cells_search(run_dir, other_run, tmp_path):
+    config = _config(run_dir, f"('run:{other_run}', 'random')")
+    config.checkpoints.steps = (2,)
+    config.checkpoints.label = "mine"
+    summary = run_sweep(config, tmp_path, progress=False)
+    rows = _csv(tmp_path / "results.csv")
+    assert [r["opponent"] for r in rows] == [f"run:{other_run}:7", "random"]
+    assert (
+        rows[0]["cell"]
+        == f"step00000002_puct_s2_c1.25_vs_run-{str(other_run)[1:].replace('/', '-')}-7"
+    )
+    assert [r["agent"] for r in rows] == ["mine/step2/puct2/c1.25"] * 2
+    assert rows[0]["opponent_name"] == "other/step7/puct2/c1.25"
+    assert set(summary["ratings"]) == {
+        "mine/step2/puct2/c1.25",
+        "other/step7/puct2/c1.25",
+        "random",
+    }
+    # The opponent is the other run's net at step 7, searched like the cell.
+    agents = _Agents(str(run_dir), 2, label="mine")
+    cell = cells_of(config, [1, 2])[0]
+    opponent = agents.opponent(cell)
+    expected = restore_variables(other_run, 7).variables
+    chex.assert_trees_all_equal(opponent.params, expected)
+    assert opponent.policy is agents.searcher(2, "puct", 2, 1.25).policy  # one compiled search
 
 
 def test_cell_ids_are_stable():
