@@ -649,7 +649,9 @@ def make_engine(args: argparse.Namespace) -> Engine:
             kind = "search" if args.visits > 1 else "policy"
         if kind == "search":
             symmetry = "random" if args.symmetry is None else args.symmetry
-            player = players.SearchPlayer(model, symmetry=symmetry, visits=args.visits)
+            player = players.SearchPlayer(
+                model, symmetry=symmetry, visits=args.visits, search=args.search
+            )
         else:
             symmetry = "average" if args.symmetry is None else args.symmetry
             player = players.PolicyPlayer(model, symmetry=symmetry)
@@ -696,6 +698,13 @@ def register(commands) -> None:
         "uniform: random moves; auto (default): search when --visits > 1, else policy",
     )
     gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
+    gtp.add_argument(
+        "--search",
+        choices=("puct", "gumbel"),
+        default="puct",
+        help="the network's tree search (--player search): puct (AlphaGo Zero, default) or "
+        "gumbel (Gumbel MuZero's sequential halving, strong with few visits)",
+    )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)
     gtp.add_argument(

@@ -33,6 +33,8 @@ from gojax._board import BLACK, GoState, legal_moves, play
 
 # A callback that receives intermediate analyses while a search runs.
 Progress = Callable[["Analysis"], None]
+# The searches a SearchPlayer runs (``gojax.search`` kinds with a network).
+SEARCH_KINDS = ("puct", "gumbel")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,12 +316,16 @@ class UniformPlayer(_OneShotPlayer):
 
 
 class SearchPlayer:
-    """Tree search (``gojax.search``, PUCT without root noise) with a KataGo network.
+    """Tree search (``gojax.search``) with a KataGo network, without root noise.
 
-    Every search runs ``visits`` simulations in one jitted call (a visit
-    budget is static in the compiled program). Between moves the subtree
-    below the moves played since the last search is kept and continued
-    (``gojax.search.reuse_subtree``), so only the missing visits are run.
+    ``search`` is ``"puct"`` (AlphaGo Zero) or ``"gumbel"`` (Gumbel MuZero:
+    sequential halving over moves sampled without replacement; it plays the
+    winner, which the few-visit budget favours). Every search runs ``visits``
+    simulations in one jitted call (a visit budget is static in the compiled
+    program). Between PUCT moves the subtree below the moves played since the
+    last search is kept and continued (``gojax.search.reuse_subtree``), so
+    only the missing visits are run; Gumbel starts every search fresh (its
+    root budget assumes an unvisited root).
 
     Time: ``warmup`` compiles and times one search; when the deadline leaves
     less than ``time_factor`` times that, the move comes from the raw policy
@@ -338,21 +344,25 @@ class SearchPlayer:
         max_listed: int = 16,
         time_factor: float = 1.5,
         c_puct: float = 1.25,
+        search: str = "puct",
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
 
+        if search not in SEARCH_KINDS:
+            raise ValueError(f"search must be one of {SEARCH_KINDS}, not {search!r}")
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
-            kind="puct",
+            kind=search,
             num_simulations=int(visits),
             pb_c_init=c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
         )
+        prefix = "search" if search == "puct" else f"{search} search"
         self._setup(
             model,
-            name=f"search({model.name}, {visits} visits)",
+            name=f"{prefix}({model.name}, {visits} visits)",
             # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
             board_sizes=getattr(model, "board_sizes", None),
             symmetry=symmetry,
@@ -402,6 +412,8 @@ class SearchPlayer:
 
     def _start_tree(self, state: GoState):
         """The kept subtree for ``state`` if the moves since the last search are known."""
+        if self.config.kind == "gumbel":
+            return None  # never continued (``gojax.search.search`` refuses a tree)
         if self._tree is None or self._root is None or self._kind(self._root) != self._kind(state):
             return self._empty_tree(state)
         played = int(state.move_number) - int(self._root.move_number)
@@ -443,8 +455,8 @@ class SearchPlayer:
             self.model.variables, _batch(state), key_search, self.config, tree, plies[None]
         )
         # A tree searched with moves kept out is not continued by later searches.
-        restricted = bool(np.any(plies))
-        self._tree, self._root = (None, None) if restricted else (result.tree, state)
+        keep = not np.any(plies) and self.config.kind != "gumbel"
+        self._tree, self._root = (result.tree, state) if keep else (None, None)
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key_eval)

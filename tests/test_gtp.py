@@ -667,6 +667,32 @@ def test_search_player_plays_and_reuses_its_tree():
     assert sum(visits) == 16 and player._tree is None
 
 
+@pytest.mark.slow
+def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
+    import argparse
+
+    from eval.gtp import make_engine
+
+    flags = dict(model=str(reference_path("katago", MODEL)), checkpoint=None, step=None)
+    flags |= dict(player="search", visits=4, search="gumbel", symmetry=0, size=9, komi=7.0)
+    flags |= dict(rules="chinese", resign_threshold=None, lag=1.0, seed=0)
+    engine = make_engine(argparse.Namespace(**flags))
+    player = engine.player
+    assert player.config.kind == "gumbel" and player.name.startswith("gumbel search(")
+    server = GTPServer(engine, io.StringIO())
+    for colour in "bwb":
+        reply = ask(server, f"kata-genmove_analyze {colour} 1").split("\n")
+        entries = re.split(r" (?=info )", reply[1])
+        visits = [int(re.search(r" visits (\d+)", e).group(1)) for e in entries]
+        # Sequential halving's first round: 4 visits go to 4 sampled moves, one each; the
+        # move played is the best of them, not necessarily the prior's favourite.
+        assert visits == [1, 1, 1, 1], reply
+        assert reply[-1] == f"play {entries[0].split()[2]}"
+        assert player._tree is None  # Gumbel never continues a tree
+    with pytest.raises(ValueError, match="search must be one of"):
+        type(player)(player.model, visits=4, search="uct")
+
+
 # ----------------------------------------------------------------------------
 # The command line, end to end
 
