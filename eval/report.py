@@ -309,6 +309,8 @@ def _render_bench(entry: ResultEntry) -> Rendered:
 
 
 def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
+    if any(str(r["opponent"]).startswith("run:") for r in rows):
+        return _run_comparison_markdown(rows, ratings)
     headers = ["agent", "opponent", "games", "wins", "draws", "losses", "win rate (95% CI)"]
     headers += ["as Black", "as White"]
     body = [
@@ -319,7 +321,7 @@ def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
             format_number(r["wins"]),
             format_number(r["draws"]),
             format_number(r["losses"]),
-            f"{_percent(r['win_rate'])} ({_percent(r['ci95_lo'])}–{_percent(r['ci95_hi'])})",
+            _win_rate_text(r),
             format_number(r.get("win_rate_as_black")),
             format_number(r.get("win_rate_as_white")),
         ]
@@ -339,6 +341,94 @@ def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
             + markdown_table(headers, table, right=[True, False, True, True, True])
         )
     return "\n\n".join(parts)
+
+
+# ``eval.sweep.agent_name``: ``[label/]step1200/puct16/c1.25`` -> net ``label/step1200``, search.
+_AGENT_NAME = re.compile(
+    r"^(?P<net>(?:.+/)?step\d+)/(?P<kind>[a-z]+)(?P<sims>\d+)/c(?P<c>[\d.e+-]+)$"
+)
+
+
+def _search_label(kind: str, simulations: Any, c_puct: Any, several_c: bool) -> str:
+    label = f"{kind} {simulations}"
+    return f"{label}, c {format_number(c_puct)}" if several_c else label
+
+
+def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
+    """A sweep with ``run:`` opponents: nets x searches, as ratings and as head-to-head results.
+
+    Every cell has both nets searching alike, so a column compares nets under one search.
+    """
+    several_c = len({r["c_puct"] for r in rows}) > 1
+    searches = list(
+        dict.fromkeys(
+            _search_label(r["kind"], r["simulations"], r["c_puct"], several_c) for r in rows
+        )
+    )
+    parts = []
+    if ratings:
+        elo: dict[str, dict[str, Any]] = {}
+        fixed = []
+        for name, rating in ratings.items():
+            match = _AGENT_NAME.match(name)
+            if match is None:
+                fixed.append((name, rating))
+                continue
+            search = _search_label(match["kind"], match["sims"], match["c"], several_c)
+            elo.setdefault(match["net"], {})[search] = rating
+        nets = sorted(elo, key=lambda net: -max(r.elo for r in elo[net].values()))
+        body = [
+            [net] + [_elo_text(elo[net][s]) if s in elo[net] else "–" for s in searches]
+            for net in nets
+        ]
+        anchors = ", ".join(
+            f"{name} {_elo_text(r)}" for name, r in sorted(fixed, key=lambda kv: -kv[1].elo)
+        )
+        parts.append(
+            "Bradley-Terry Elo (95% interval) of each net under each search, one pool:\n\n"
+            + markdown_table(["net"] + searches, body)
+            + (f"\n\nFixed opponents: {anchors}." if anchors else "")
+        )
+    agents = list(dict.fromkeys(_net_of(r["agent"]) for r in rows))
+    opponents = list(dict.fromkeys(_net_of(r["opponent_name"]) for r in rows))
+    games = sorted({r["games"] for r in rows})
+    played = {
+        (
+            _net_of(r["agent"]),
+            _search_label(r["kind"], r["simulations"], r["c_puct"], several_c),
+            _net_of(r["opponent_name"]),
+        ): r
+        for r in rows
+    }
+    for agent in agents:
+        body = []
+        for search in searches:
+            line = [search]
+            for opponent in opponents:
+                r = played.get((agent, search, opponent))
+                line.append("–" if r is None else _win_rate_text(r))
+            body.append(line)
+        parts.append(
+            f"Win rate (95% interval) of {agent} against each opponent, both sides searching "
+            f"alike ({'/'.join(map(str, games))} games a cell):\n\n"
+            + markdown_table(["search"] + opponents, body)
+        )
+    return "\n\n".join(parts)
+
+
+def _elo_text(rating) -> str:
+    return f"{rating.elo + 0.0:.0f} ({rating.lo + 0.0:.0f} to {rating.hi + 0.0:.0f})"
+
+
+def _win_rate_text(row: dict[str, Any]) -> str:
+    """``70.0% (10.0%–90.0%)``: a cell's win rate and its 95% interval."""
+    return f"{_percent(row['win_rate'])} ({_percent(row['ci95_lo'])}–{_percent(row['ci95_hi'])})"
+
+
+def _net_of(name: str) -> str:
+    """The net part of an agent name (``gumbel_n2/step1200``), or a fixed opponent's name."""
+    match = _AGENT_NAME.match(name)
+    return match["net"] if match else name
 
 
 def _render_sweep(entry: ResultEntry) -> Rendered:

@@ -284,6 +284,48 @@ def test_sweep_results_render_cells_ratings_and_plots(tmp_path):
         assert (tmp_path / "fig" / f"tiny_sweep_{name}.png").read_bytes()[:8] == PNG
 
 
+def test_run_comparison_sweeps_render_nets_by_search(tmp_path):
+    folder = tmp_path / "results" / "runs_sweep"
+    folder.mkdir(parents=True)
+
+    def cell(kind, sims, opponent, name, wins):
+        return {
+            "step": 9, "kind": kind, "simulations": sims, "c_puct": 1.25,
+            "agent": f"a/step9/{kind}{sims}/c1.25", "opponent": opponent,
+            "opponent_name": name, "games": 8, "wins": wins, "draws": 0,
+            "losses": 8 - wins, "win_rate": wins / 8, "ci95_lo": 0.0, "ci95_hi": 1.0,
+        }  # fmt: skip
+
+    cells = [
+        cell("gumbel", 2, "random", "random", 8),
+        cell("gumbel", 2, "run:runs/b:7", "b/step7/gumbel2/c1.25", 6),
+        cell("puct", 16, "random", "random", 7),
+        cell("puct", 16, "run:runs/b:7", "b/step7/puct16/c1.25", 2),
+    ]
+    ratings = {
+        "a/step9/gumbel2/c1.25": {"elo": 400.0, "lo": 300.0, "hi": 500.0, "games": 16},
+        "a/step9/puct16/c1.25": {"elo": 250.4, "lo": 150.0, "hi": 350.0, "games": 16},
+        "b/step7/gumbel2/c1.25": {"elo": 210.0, "lo": 90.0, "hi": 330.0, "games": 8},
+        "b/step7/puct16/c1.25": {"elo": 445.0, "lo": 300.0, "hi": 590.0, "games": 8},
+        "random": {"elo": 0.0, "lo": 0.0, "hi": 0.0, "games": 16},
+    }
+    (folder / "results.json").write_text(json.dumps({"cells": cells, "ratings": ratings}))
+    (tmp_path / "P.md").write_text("<!-- report:runs_sweep -->\n<!-- /report:runs_sweep -->\n")
+    assert generate_report(tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig").ok
+    text = (tmp_path / "P.md").read_text()
+    # Nets by their best rating; a column per search.
+    assert "| net | gumbel 2 | puct 16 |" in text
+    assert "| b/step7 | 210 (90 to 330) | 445 (300 to 590) |" in text
+    assert "| a/step9 | 400 (300 to 500) | 250 (150 to 350) |" in text
+    assert text.index("| b/step7 |") < text.index("| a/step9 |")
+    assert "Fixed opponents: random 0 (0 to 0)." in text
+    assert "Win rate (95% interval) of a/step9 against each opponent" in text
+    assert "| search | random | b/step7 |" in text
+    assert "| gumbel 2 | 100.0% (0.0%–100.0%) | 75.0% (0.0%–100.0%) |" in text
+    assert "| puct 16 | 87.5% (0.0%–100.0%) | 25.0% (0.0%–100.0%) |" in text
+    assert "a/step9/gumbel2/c1.25 | random" not in text  # not the flat list of cells
+
+
 def _match_folder(folder, size, outcomes):
     """A `gojax match` folder: its manifest and one result line per ``(black, winner)``."""
     folder.mkdir(parents=True)

@@ -1,0 +1,40 @@
+"""The four nets of ``configs/gumbel_go9.py`` played against each other under one search.
+
+Run (after the four ``gojax train`` commands in that file's docstring)::
+
+    gojax sweep --config configs/sweep_gumbel_go9.py --workdir runs/gumbel_go9_sweep
+
+Grid: the final net of ``runs/gumbel_n2`` x Gumbel and PUCT search with 2
+and 16 simulations x opponents random, 16-playout UCT and the final nets of
+the three other arms (``run:`` opponents, searched exactly as the cell's
+agent): 20 cells of 64 games (9x9, komi 7, 120-move cap, colour pairs
+opening with two random moves, every search over the sensible moves).
+Within a cell both nets search alike, so a cell measures the nets, not the
+searches. ``ratings.txt`` rates all four nets (anchored at random play = 0)
+under each search; the tables of docs/papers.md come from ``results.json``.
+"""
+
+from eval.sweep import default_config
+
+
+def get_config():
+    c = default_config()
+    c.seed = 0
+    c.checkpoints.workdir = "runs/gumbel_n2"
+    c.checkpoints.steps = (-1,)
+    c.checkpoints.label = "gumbel_n2"
+    c.search.kinds = ("gumbel", "puct")
+    c.search.simulations = (2, 16)
+    c.search.c_puct = (1.25,)
+    c.opponents = (
+        "random",
+        "uct:16",
+        "run:runs/puct_n2",
+        "run:runs/gumbel_n16",
+        "run:runs/puct_n16",
+    )
+    c.games.num_games = 64
+    c.games.batch_size = 0
+    c.games.opening_moves = 2
+    c.ratings.anchor = "random"
+    return c
