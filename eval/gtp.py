@@ -650,7 +650,11 @@ def make_engine(args: argparse.Namespace) -> Engine:
         if kind == "search":
             symmetry = "random" if args.symmetry is None else args.symmetry
             player = players.SearchPlayer(
-                model, symmetry=symmetry, visits=args.visits, search=args.search
+                model,
+                symmetry=symmetry,
+                visits=args.visits,
+                search=args.search,
+                gumbel_scale=args.gumbel_scale,
             )
         else:
             symmetry = "average" if args.symmetry is None else args.symmetry
@@ -704,6 +708,13 @@ def register(commands) -> None:
         default="puct",
         help="the network's tree search (--player search): puct (AlphaGo Zero, default) or "
         "gumbel (Gumbel MuZero's sequential halving, strong with few visits)",
+    )
+    gtp.add_argument(
+        "--gumbel-scale",
+        type=float,
+        default=1.0,
+        help="--search gumbel: scale of the Gumbel noise that samples the moves to search "
+        "(1, the paper's; 0: always the network's favourites)",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

@@ -345,6 +345,7 @@ class SearchPlayer:
         time_factor: float = 1.5,
         c_puct: float = 1.25,
         search: str = "puct",
+        gumbel_scale: float = 1.0,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -358,6 +359,7 @@ class SearchPlayer:
             pb_c_init=c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
+            gumbel_scale=float(gumbel_scale),
         )
         prefix = "search" if search == "puct" else f"{search} search"
         self._setup(

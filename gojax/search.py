@@ -174,6 +174,8 @@ class SearchConfig:
             raise ValueError("max_num_considered_actions must be >= 1")
         if self.max_depth is not None and self.max_depth < 1:
             raise ValueError(f"max_depth must be >= 1, not {self.max_depth}")
+        if not self.gumbel_scale >= 0.0:
+            raise ValueError(f"gumbel_scale must be >= 0, not {self.gumbel_scale}")
 
     @property
     def allowed(self) -> Callable[[GoState], jax.Array]:

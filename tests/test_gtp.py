@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import REPO, reference_path
 
+import gojax
 from eval.engine import (
     Clock,
     Engine,
@@ -674,7 +675,8 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     from eval.gtp import make_engine
 
     flags = dict(model=str(reference_path("katago", MODEL)), checkpoint=None, step=None)
-    flags |= dict(player="search", visits=4, search="gumbel", symmetry=0, size=9, komi=7.0)
+    flags |= dict(player="search", visits=4, search="gumbel", gumbel_scale=1.0, symmetry=0)
+    flags |= dict(size=9, komi=7.0)
     flags |= dict(rules="chinese", resign_threshold=None, lag=1.0, seed=0)
     engine = make_engine(argparse.Namespace(**flags))
     player = engine.player
@@ -691,6 +693,21 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
         assert player._tree is None  # Gumbel never continues a tree
     with pytest.raises(ValueError, match="search must be one of"):
         type(player)(player.model, visits=4, search="uct")
+
+    # Without noise the searched moves are the network's favourites: the same every time.
+    flags["gumbel_scale"] = 0.0
+    engine = make_engine(argparse.Namespace(**flags))
+    server = GTPServer(engine, io.StringIO())
+    replies = []
+    for _ in range(2):
+        run(server, "clear_board\nplay b E5\nplay w C4\nplay b G3\n")
+        reply = ask(server, "kata-genmove_analyze w 1").split("\n")
+        replies.append((sorted(listed(reply[1])), reply[-1]))
+        run(server, "undo\n")
+    assert replies[0] == replies[1]
+    by_prior = engine.player.evaluate(engine.state).moves
+    favourites = [gojax.action_to_gtp(m.action, 9) for m in by_prior[:4]]
+    assert replies[0][0] == sorted(favourites), [(m.action, m.prior) for m in by_prior[:6]]
 
 
 # ----------------------------------------------------------------------------

@@ -159,6 +159,9 @@ def test_default_dirichlet_alpha():
         SearchConfig(kind="alphabeta")
     with pytest.raises(ValueError):
         SearchConfig(num_simulations=0)
+    for scale in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="gumbel_scale must be >= 0"):
+            SearchConfig(kind="gumbel", gumbel_scale=scale)
     # Static: configs are hashable and equal by value.
     assert hash(SearchConfig(num_simulations=8)) == hash(SearchConfig(num_simulations=8))
 
