@@ -12,6 +12,7 @@ entry                          kind          plots (in the figures folder)
                                              ``<name>_ratings.png``,
                                              ``<name>_elo_vs_step.png``
 ``<name>/metrics.jsonl``       training run  ``<name>_learning_curve.png``
+``<name>/*/metrics.jsonl``     runs          ``<name>_curves.png``
 ``<name>/*/match.json``        strength      ``<name>.png``
 =============================  ============  ===========================================
 
@@ -132,7 +133,7 @@ class ResultEntry:
     """One recorded result: its marker name, its kind and where it is."""
 
     name: str
-    kind: str  # "value-mse", "bench", "sweep", "training" or "strength"
+    kind: str  # "value-mse", "bench", "sweep", "training", "runs" or "strength"
     path: Path  # a file, or the run's / sweep's folder
 
 
@@ -170,6 +171,8 @@ def find_results(folder: str | os.PathLike) -> tuple[list[ResultEntry], list[str
             kind = "sweep" if (path / "results.json").is_file() else kind
             if kind is None and any(path.glob(f"*/{_MATCH_MANIFEST}")):
                 kind = "strength"  # a folder of `gojax match` folders
+            if kind is None and any(path.glob("*/metrics.jsonl")):
+                kind = "runs"  # a folder of training runs, compared
         if kind is None:
             warnings.append(f"{path}: not a known kind of result, skipped")
         elif not _NAME.fullmatch(name):
@@ -194,6 +197,7 @@ def render_result(entry: ResultEntry) -> Rendered:
         "sweep": _render_sweep,
         "training": _render_training,
         "strength": _render_strength,
+        "runs": _render_runs,
     }[entry.kind]
     try:
         return render(entry)
@@ -569,6 +573,105 @@ def _render_training(entry: ResultEntry) -> Rendered:
         plot_learning_curve(records, path, panels=panels)
 
     return Rendered(entry, markdown, {f"{entry.name}_learning_curve.png": plot})
+
+
+# ---------------------------------------------------------------------------- runs compared
+
+# The curves of a comparison of runs: (title, metrics.jsonl key), one line per run.
+RUNS_CURVES = (
+    ("policy loss", "learner.policy_loss"),
+    ("policy entropy", "learner.policy_entropy"),
+    ("value loss", "learner.value_loss"),
+    ("self-play moves/s", "selfplay.moves_per_second"),
+)
+
+
+def _read_run(folder: Path) -> dict[str, Any]:
+    run = {"records": _read_records(folder / "metrics.jsonl"), "config": {}, "eval": None}
+    if (folder / "config.json").is_file():
+        run["config"] = _read_json(folder / "config.json")
+    if (folder / "eval.json").is_file():
+        run["eval"] = _read_json(folder / "eval.json")
+    return run
+
+
+def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
+    """A row per run: its self-play search, how much it trained, its final evaluation."""
+    opponents = list(
+        dict.fromkeys(
+            r["opponent"] for run in runs.values() for r in (run["eval"] or {}).get("results", [])
+        )
+    )
+    headers = ["run", "self-play search", "seed", "learner steps", "games", "minutes"]
+    headers += [f"vs {o} (95% CI)" for o in opponents]
+    body = []
+    for name, run in runs.items():
+        last, selfplay = run["records"][-1], run["config"].get("selfplay", {})
+        games = next((r["games"] for r in reversed(run["records"]) if "games" in r), None)
+        seconds = next(
+            (r["wall_seconds"] for r in reversed(run["records"]) if "wall_seconds" in r), None
+        )
+        results = {r["opponent"]: r for r in (run["eval"] or {}).get("results", [])}
+        line = [
+            f"`{name}`",
+            f"{selfplay.get('search_kind', '–')} {selfplay.get('num_simulations', '')}".strip(),
+            format_number(run["config"].get("seed")),
+            format_number(last["step"]),
+            format_number(games),
+            "–" if seconds is None else f"{seconds / 60:.1f}",
+        ]
+        for opponent in opponents:
+            r = results.get(opponent)
+            line.append(
+                "–"
+                if r is None
+                else f"{r['wins']}/{r['games']}, {_percent(r['win_rate'])} "
+                f"({_percent(r['ci95'][0])}–{_percent(r['ci95'][1])})"
+            )
+        body.append(line)
+    sims = {
+        format_number(run["config"].get("eval", {}).get("num_simulations")) for run in runs.values()
+    }
+    note = (
+        f"Final evaluations: each run's net searching as its self-play did, with "
+        f"{'/'.join(sorted(sims))} simulations a move; draws count half."
+    )
+    return (
+        markdown_table(headers, body, right=[False, False] + [True] * (len(headers) - 2))
+        + "\n\n"
+        + note
+    )
+
+
+def _plot_runs(runs: dict[str, dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eval.ratings import save_figure
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for ax, (title, key) in zip(axes.flat, RUNS_CURVES, strict=True):
+        for name, run in runs.items():
+            points = [(r["step"], r[key]) for r in run["records"] if _is_number(r.get(key))]
+            if points:
+                ax.plot(*zip(*points, strict=True), label=name)
+        ax.set_title(title)
+        ax.set_xlabel("learner step")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize="small")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _render_runs(entry: ResultEntry) -> Rendered:
+    folders = sorted(
+        (p.parent for p in entry.path.glob("*/metrics.jsonl")), key=lambda p: _natural(p.name)
+    )
+    runs = {folder.name: _read_run(folder) for folder in folders}
+    plots = {f"{entry.name}_curves.png": lambda p: _plot_runs(runs, p)}
+    return Rendered(entry, _runs_markdown(runs), plots)
 
 
 # ---------------------------------------------------------------------------- strength

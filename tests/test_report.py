@@ -326,6 +326,41 @@ def test_run_comparison_sweeps_render_nets_by_search(tmp_path):
     assert "a/step9/gumbel2/c1.25 | random" not in text  # not the flat list of cells
 
 
+def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
+    results = tmp_path / "results" / "arms"
+    for name, kind, seed, wins in (("puct_n2", "puct", 0, 25), ("gumbel_n2", "gumbel", 1, 58)):
+        run = results / name
+        run.mkdir(parents=True)
+        records = [
+            {"step": 16, "games": 32, "wall_seconds": 3.0, "learner.policy_loss": 4.5},
+            {"step": 32, "games": 64, "wall_seconds": 120.0, "learner.policy_loss": 4.0},
+            {"step": 32, "eval.uct16.win_rate": wins / 64},
+        ]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        config = {"seed": seed, "selfplay": {"search_kind": kind, "num_simulations": 2},
+                  "eval": {"num_simulations": 16}}  # fmt: skip
+        (run / "config.json").write_text(json.dumps(config))
+        evaluation = {"step": 32, "results": [
+            {"opponent": "uct16", "games": 64, "wins": wins, "losses": 64 - wins, "draws": 0,
+             "win_rate": wins / 64, "ci95": [0.25, 0.75]}]}  # fmt: skip
+        (run / "eval.json").write_text(json.dumps(evaluation))
+    (tmp_path / "P.md").write_text("<!-- report:arms -->\n<!-- /report:arms -->\n")
+    report = generate_report(tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig")
+    assert report.ok and not report.warnings, report
+    text = (tmp_path / "P.md").read_text()
+    header = (
+        "| run | self-play search | seed | learner steps | games | minutes | vs uct16 (95% CI) |"
+    )
+    assert header in text
+    assert "| `gumbel_n2` | gumbel 2 | 1 | 32 | 64 | 2.0 | 58/64, 90.6% (25.0%–75.0%) |" in text
+    assert "| `puct_n2` | puct 2 | 0 | 32 | 64 | 2.0 | 25/64, 39.1% (25.0%–75.0%) |" in text
+    assert "with 16 simulations a move" in text
+    assert (tmp_path / "fig" / "arms_curves.png").read_bytes()[:8] == PNG
+    assert generate_report(
+        tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig", check=True
+    ).ok
+
+
 def _match_folder(folder, size, outcomes):
     """A `gojax match` folder: its manifest and one result line per ``(black, winner)``."""
     folder.mkdir(parents=True)
