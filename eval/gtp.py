@@ -712,9 +712,10 @@ def register(commands) -> None:
     gtp.add_argument(
         "--gumbel-scale",
         type=float,
-        default=1.0,
+        default=0.0,
         help="--search gumbel: scale of the Gumbel noise that samples the moves to search "
-        "(1, the paper's; 0: always the network's favourites)",
+        "(0, default: the network's favourites, stronger in play; 1: the paper's, for "
+        "self-play)",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

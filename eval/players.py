@@ -319,8 +319,11 @@ class SearchPlayer:
     """Tree search (``gojax.search``) with a KataGo network, without root noise.
 
     ``search`` is ``"puct"`` (AlphaGo Zero) or ``"gumbel"`` (Gumbel MuZero:
-    sequential halving over moves sampled without replacement; it plays the
-    winner, which the few-visit budget favours). Every search runs ``visits``
+    sequential halving over moves sampled without replacement, then the best
+    of them by prior and searched value). ``gumbel_scale`` scales the noise of
+    that sampling: 0 (default) searches the network's favourites, which plays
+    stronger (docs/papers.md); 1 is the paper's, whose guarantee is over the
+    noise, for self-play. Every search runs ``visits``
     simulations in one jitted call (a visit budget is static in the compiled
     program). Between PUCT moves the subtree below the moves played since the
     last search is kept and continued (``gojax.search.reuse_subtree``), so
@@ -345,7 +348,7 @@ class SearchPlayer:
         time_factor: float = 1.5,
         c_puct: float = 1.25,
         search: str = "puct",
-        gumbel_scale: float = 1.0,
+        gumbel_scale: float = 0.0,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig

@@ -364,6 +364,7 @@ class _Agents:
             pb_c_init=c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
+            gumbel_scale=0.0,  # Gumbel searches the net's favourites: its strongest play
             moves=self.moves,
         )
         name = agent_name(step, kind, simulations, c_puct, label)
