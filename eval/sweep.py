@@ -24,9 +24,9 @@ run on the same board, by default its newest, also searched like the cell's
 agent: two runs compared under one search) and ``gnugo:<level>`` (GnuGo over
 GTP, move by move). ``checkpoints.label`` names the swept run in the ratings
 (``label/step1200/puct16/c1.25``); another run is named by its workdir's
-last folder. Games of
-JAX agents are split across all devices (``games.num_devices``, 0: all) with
-a ``jax.sharding.Mesh`` over the game batch. Each cell's games are fixed by
+last folder. Games of JAX agents are split across all devices
+(``games.num_devices``, 0: all) with a ``jax.sharding.Mesh`` over the game
+batch. Each cell's games are fixed by
 ``seed`` and the cell id, whatever the batch size, device count or order.
 """
 
