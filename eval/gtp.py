@@ -655,6 +655,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 visits=args.visits,
                 search=args.search,
                 gumbel_scale=args.gumbel_scale,
+                considered=args.gumbel_considered,
             )
         else:
             symmetry = "average" if args.symmetry is None else args.symmetry
@@ -716,6 +717,13 @@ def register(commands) -> None:
         help="--search gumbel: scale of the Gumbel noise that samples the moves to search "
         "(0, default: the network's favourites, stronger in play; 1: the paper's, for "
         "self-play)",
+    )
+    gtp.add_argument(
+        "--gumbel-considered",
+        type=_positive,
+        default=16,
+        help="--search gumbel: root moves searched by sequential halving (16); with no more "
+        "visits than this, each visit goes to a different root move",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

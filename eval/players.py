@@ -323,7 +323,9 @@ class SearchPlayer:
     of them by prior and searched value). ``gumbel_scale`` scales the noise of
     that sampling: 0 (default) searches the network's favourites, which plays
     stronger (docs/papers.md); 1 is the paper's, whose guarantee is over the
-    noise, for self-play. Every search runs ``visits``
+    noise, for self-play. ``considered`` is how many root moves Gumbel samples
+    (16, mctx's default); with no more visits than that, every visit goes to a
+    different root move and none deeper. Every search runs ``visits``
     simulations in one jitted call (a visit budget is static in the compiled
     program). Between PUCT moves the subtree below the moves played since the
     last search is kept and continued (``gojax.search.reuse_subtree``), so
@@ -349,6 +351,7 @@ class SearchPlayer:
         c_puct: float = 1.25,
         search: str = "puct",
         gumbel_scale: float = 0.0,
+        considered: int = 16,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -363,6 +366,7 @@ class SearchPlayer:
             dirichlet_fraction=0.0,
             temperature_moves=0,
             gumbel_scale=float(gumbel_scale),
+            max_num_considered_actions=int(considered),
         )
         prefix = "search" if search == "puct" else f"{search} search"
         self._setup(

@@ -676,6 +676,7 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
 
     flags = dict(model=str(reference_path("katago", MODEL)), checkpoint=None, step=None)
     flags |= dict(player="search", visits=4, search="gumbel", gumbel_scale=1.0, symmetry=0)
+    flags |= dict(gumbel_considered=16)
     flags |= dict(size=9, komi=7.0)
     flags |= dict(rules="chinese", resign_threshold=None, lag=1.0, seed=0)
     engine = make_engine(argparse.Namespace(**flags))
@@ -708,6 +709,14 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     by_prior = engine.player.evaluate(engine.state).moves
     favourites = [gojax.action_to_gtp(m.action, 9) for m in by_prior[:4]]
     assert replies[0][0] == sorted(favourites), [(m.action, m.prior) for m in by_prior[:6]]
+
+    # Two moves considered: 4 visits are two each, the favourites searched one ply deeper.
+    flags["gumbel_considered"] = 2
+    server = GTPServer(make_engine(argparse.Namespace(**flags)), io.StringIO())
+    run(server, "play b E5\nplay w C4\nplay b G3\n")
+    reply = ask(server, "kata-genmove_analyze w 1").split("\n")
+    assert sorted(listed(reply[1])) == sorted(favourites[:2])
+    assert [int(v) for v in re.findall(r" visits (\d+)", reply[1])] == [2, 2]
 
 
 # ----------------------------------------------------------------------------
