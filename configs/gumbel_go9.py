@@ -16,8 +16,10 @@ arms, one workdir each::
     gojax train --config configs/gumbel_go9.py --workdir runs/puct_n16 \\
         --config.selfplay.search_kind=puct --config.selfplay.num_simulations=16
 
-then ``configs/sweep_gumbel_go9.py`` plays the four final nets against each
-other and against fixed opponents, all with the same search. Each arm ends
+and the two 2-simulation arms again with ``--config.seed=1`` (workdirs
+``runs/gumbel_n2_seed1`` and ``runs/puct_n2_seed1``); then
+``configs/sweep_gumbel_go9.py`` plays the final nets against each other and
+against fixed opponents, all with the same search. Each arm ends
 with the usual final evaluation (64 games against random play and 16-playout
 UCT, searching with the arm's own kind and 16 simulations).
 
