@@ -708,7 +708,7 @@ def register(commands) -> None:
         choices=("puct", "gumbel"),
         default="puct",
         help="the network's tree search (--player search): puct (AlphaGo Zero, default) or "
-        "gumbel (Gumbel MuZero's sequential halving, strong with few visits)",
+        "gumbel (Gumbel MuZero's sequential halving over a few root moves)",
     )
     gtp.add_argument(
         "--gumbel-scale",
