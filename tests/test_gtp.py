@@ -672,13 +672,15 @@ def test_search_player_plays_and_reuses_its_tree():
 def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     import argparse
 
-    from eval.gtp import make_engine
+    from eval.gtp import make_engine, register
 
-    flags = dict(model=str(reference_path("katago", MODEL)), checkpoint=None, step=None)
-    flags |= dict(player="search", visits=4, search="gumbel", gumbel_scale=1.0, symmetry=0)
-    flags |= dict(gumbel_considered=16)
-    flags |= dict(size=9, komi=7.0)
-    flags |= dict(rules="chinese", resign_threshold=None, lag=1.0, seed=0)
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    argv = ["gtp", "--model", str(reference_path("katago", MODEL)), "--player", "search"]
+    argv += ["--visits", "4", "--search", "gumbel", "--gumbel-scale", "1", "--symmetry", "0"]
+    argv += ["--size", "9", "--komi", "7", "--rules", "chinese"]
+    flags = vars(parser.parse_args(argv))
+    assert flags["gumbel_considered"] == 16  # the default
     engine = make_engine(argparse.Namespace(**flags))
     player = engine.player
     assert player.config.kind == "gumbel" and player.name.startswith("gumbel search(")

@@ -13,7 +13,7 @@ from test_gtp import ask, run
 from test_train_loop import tiny_config
 
 import gojax
-from eval.gtp import GTPServer, make_engine
+from eval.gtp import GTPServer, make_engine, register
 from eval.trained_model import load_trained_model
 from gojax.evaluate import AGZ, evaluate
 from train.loop import train
@@ -70,21 +70,11 @@ def test_agz_evaluation_is_the_nets_own_output(run_dir):
 
 
 def _args(run_dir: str, **kwargs) -> argparse.Namespace:
-    options = dict(
-        player="auto",
-        model=None,
-        checkpoint=run_dir,
-        step=None,
-        visits=4,
-        rules="tromp-taylor",
-        komi=0.5,
-        size=None,
-        resign_threshold=None,
-        symmetry=None,
-        lag=0.0,
-        seed=0,
-    )
-    return argparse.Namespace(**(options | kwargs))
+    """``gojax gtp``'s flags as its own parser gives them (every default), then ``kwargs``."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    argv = ["gtp", "--checkpoint", run_dir, "--visits", "4", "--komi", "0.5", "--lag", "0"]
+    return argparse.Namespace(**(vars(parser.parse_args(argv)) | kwargs))
 
 
 def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
