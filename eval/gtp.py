@@ -723,7 +723,7 @@ def register(commands) -> None:
         type=_positive,
         default=16,
         help="--search gumbel: root moves searched by sequential halving (16); with no more "
-        "visits than this, each visit goes to a different root move",
+        "visits than this, each visit goes to a different root move: about visits/4 plays best",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)
