@@ -721,9 +721,10 @@ def register(commands) -> None:
     gtp.add_argument(
         "--gumbel-considered",
         type=_positive,
-        default=16,
-        help="--search gumbel: root moves searched by sequential halving (16); with no more "
-        "visits than this, each visit goes to a different root move: about visits/4 plays best",
+        default=None,
+        help="--search gumbel: root moves searched by sequential halving (default: a quarter "
+        "of --visits, 2 to 16); with no more visits than this, each visit goes to a "
+        "different root move",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

@@ -668,6 +668,13 @@ def test_search_player_plays_and_reuses_its_tree():
     assert sum(visits) == 16 and player._tree is None
 
 
+def test_gumbel_candidates_are_a_quarter_of_the_visits():
+    from eval.players import auto_considered
+
+    visits = [1, 2, 7, 8, 16, 32, 64, 65, 800]
+    assert [auto_considered(v) for v in visits] == [2, 2, 2, 2, 4, 8, 16, 16, 16]
+
+
 @pytest.mark.slow
 def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     import argparse
@@ -679,8 +686,8 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     argv = ["gtp", "--model", str(reference_path("katago", MODEL)), "--player", "search"]
     argv += ["--visits", "4", "--search", "gumbel", "--gumbel-scale", "1", "--symmetry", "0"]
     argv += ["--size", "9", "--komi", "7", "--rules", "chinese"]
-    flags = vars(parser.parse_args(argv))
-    assert flags["gumbel_considered"] == 16  # the default
+    assert vars(parser.parse_args(argv))["gumbel_considered"] is None  # a quarter of the visits
+    flags = vars(parser.parse_args(argv + ["--gumbel-considered", "16"]))
     engine = make_engine(argparse.Namespace(**flags))
     player = engine.player
     assert player.config.kind == "gumbel" and player.name.startswith("gumbel search(")
@@ -712,9 +719,12 @@ def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     favourites = [gojax.action_to_gtp(m.action, 9) for m in by_prior[:4]]
     assert replies[0][0] == sorted(favourites), [(m.action, m.prior) for m in by_prior[:6]]
 
-    # Two moves considered: 4 visits are two each, the favourites searched one ply deeper.
-    flags["gumbel_considered"] = 2
-    server = GTPServer(make_engine(argparse.Namespace(**flags)), io.StringIO())
+    # By default a quarter of the visits, at least two: 4 visits are two for each of the
+    # two favourites, searched one ply deeper.
+    flags["gumbel_considered"] = None
+    engine = make_engine(argparse.Namespace(**flags))
+    assert engine.player.config.max_num_considered_actions == 2
+    server = GTPServer(engine, io.StringIO())
     run(server, "play b E5\nplay w C4\nplay b G3\n")
     reply = ask(server, "kata-genmove_analyze w 1").split("\n")
     assert sorted(listed(reply[1])) == sorted(favourites[:2])
