@@ -337,12 +337,14 @@ class SearchPlayer:
     noise, for self-play. ``considered`` is how many root moves Gumbel samples
     (None: :func:`auto_considered`, a quarter of the visits; mctx's default is
     16): with no more visits than that, every visit goes to a different root
-    move and none deeper. Every search runs ``visits``
-    simulations in one jitted call (a visit budget is static in the compiled
-    program). Between PUCT moves the subtree below the moves played since the
-    last search is kept and continued (``gojax.search.reuse_subtree``), so
-    only the missing visits are run; Gumbel starts every search fresh (its
-    root budget assumes an unvisited root).
+    move and none deeper.
+
+    Every search runs ``visits`` simulations in one jitted call (a visit
+    budget is static in the compiled program). Between PUCT moves the
+    subtree below the moves played since the last search is kept and
+    continued (``gojax.search.reuse_subtree``), so only the missing visits
+    are run; Gumbel starts every search fresh (its root budget assumes an
+    unvisited root).
 
     Time: ``warmup`` compiles and times one search; when the deadline leaves
     less than ``time_factor`` times that, the move comes from the raw policy

@@ -560,14 +560,10 @@ def _training_markdown(name: str, records, config: dict | None, evaluation: dict
 def _render_training(entry: ResultEntry) -> Rendered:
     from train.loop import plot_learning_curve
 
-    records = _read_records(entry.path / "metrics.jsonl")
-    config = evaluation = None
-    if (entry.path / "config.json").is_file():
-        config = _read_json(entry.path / "config.json")
-    if (entry.path / "eval.json").is_file():
-        evaluation = _read_json(entry.path / "eval.json")
+    run = _read_run(entry.path)
+    records = run["records"]
     panels = _panels(records)
-    markdown = _training_markdown(entry.name, records, config, evaluation, panels)
+    markdown = _training_markdown(entry.name, records, run["config"], run["eval"], panels)
 
     def plot(path: Path) -> None:
         plot_learning_curve(records, path, panels=panels)
@@ -587,6 +583,7 @@ RUNS_CURVES = (
 
 
 def _read_run(folder: Path) -> dict[str, Any]:
+    """A training run's ``records`` (metrics.jsonl), ``config`` ({} if absent) and ``eval``."""
     run = {"records": _read_records(folder / "metrics.jsonl"), "config": {}, "eval": None}
     if (folder / "config.json").is_file():
         run["config"] = _read_json(folder / "config.json")
