@@ -21,7 +21,8 @@ and the two 2-simulation arms again with ``--config.seed=1`` (workdirs
 ``configs/sweep_gumbel_go9.py`` plays the final nets against each other and
 against fixed opponents, all with the same search. Each arm ends
 with the usual final evaluation (64 games against random play and 16-playout
-UCT, searching with the arm's own kind and 16 simulations).
+UCT, searching with the arm's own kind and 16 simulations; a Gumbel arm
+with the noise of self-play, ``eval.gumbel_scale = 1``, as recorded).
 
 What differs between arms is only ``selfplay.search_kind`` and
 ``selfplay.num_simulations``: PUCT trains the policy towards the root's visit
@@ -44,4 +45,6 @@ def get_config():
     c.train.max_minutes = 0.0  # equal data for every arm, not equal time
     c.train.checkpoint_every = 300
     c.train.keep_checkpoints = 4
+    # The recorded final evaluations searched with the Gumbel noise of self-play.
+    c.eval.gumbel_scale = 1.0
     return c

@@ -2,9 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from gojax import cli
+
+# One persistent XLA compilation cache for the whole test run, shared by the pytest
+# workers and the gojax commands tests start as subprocesses: many tests compile the
+# same programs (the same tiny nets, boards and searches) in different processes.
+# Created by the first process (the controller under xdist; workers inherit the
+# variable) and removed when it ends. GOJAX_TEST_CACHE=0 turns it off.
+_CACHE_VARIABLE = "GOJAX_TEST_CACHE"
+
+
+def pytest_configure(config):
+    if _CACHE_VARIABLE not in os.environ:
+        os.environ[_CACHE_VARIABLE] = tempfile.mkdtemp(prefix="gojax-test-xla-")
+        config.stash[_cache_owner] = os.environ[_CACHE_VARIABLE]
+    cache = os.environ[_CACHE_VARIABLE]
+    if cache in ("", "0"):
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    os.environ["GOJAX_CACHE"] = cache  # what `gojax ...` subprocesses cache into
+
+
+def pytest_unconfigure(config):
+    owned = config.stash.get(_cache_owner, None)
+    if owned:
+        shutil.rmtree(owned, ignore_errors=True)
+
+
+_cache_owner = pytest.StashKey[str]()
 
 
 @pytest.fixture(autouse=True)

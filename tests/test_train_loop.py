@@ -17,7 +17,15 @@ from subprocesses import free_port, wait_all
 from gojax.cli import build_parser, main
 from train.checkpoint import Checkpointer
 from train.evaluation import capture_agent, play_arena, random_agent, wilson_interval
-from train.loop import apply_overrides, default_config, load_config, train
+from train.loop import (
+    apply_overrides,
+    config_to_json,
+    default_config,
+    incompatible_keys,
+    load_config,
+    selfplay_config,
+    train,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -245,6 +253,49 @@ def test_overrides():
         apply_overrides(config, ["--config.train.total_steps=abc"])
     with pytest.raises(ValueError, match="not a valid bool"):
         apply_overrides(config, ["--config.replay.augment=maybe"])
+
+
+def test_gumbel_keys_reach_the_searches(monkeypatch):
+    import eval.gating
+    import train.loop
+
+    config = tiny_config()
+    apply_overrides(
+        config,
+        [
+            "--config.selfplay.search_kind=gumbel",
+            "--config.selfplay.gumbel_considered=4",
+            "--config.selfplay.gumbel_scale=0.5",
+        ],
+    )
+    search = selfplay_config(config).search
+    assert (search.kind, search.max_num_considered_actions, search.gumbel_scale) == (
+        "gumbel",
+        4,
+        0.5,
+    )
+    assert search.num_simulations == 8 and search.dirichlet_fraction == 0.25
+    # Gating plays its strongest: no noise of either kind, its own simulation count.
+    seen = []
+    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append((a, b)))
+    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
+    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
+    (_, gated), _ = seen[0]
+    assert gated.kind == "gumbel" and gated.max_num_considered_actions == 4
+    assert gated.gumbel_scale == 0.0 and gated.dirichlet_fraction == 0.0
+    assert gated.num_simulations == config.gating.num_simulations
+
+
+def test_keys_added_later_do_not_block_resume_at_their_default():
+    current = config_to_json(default_config())
+    saved = json.loads(json.dumps(current))
+    del saved["selfplay"]["gumbel_considered"]  # a run written before the key existed
+    assert incompatible_keys(saved, current) == []
+    current["selfplay"]["gumbel_considered"] = 8
+    assert incompatible_keys(saved, current) == ["selfplay.gumbel_considered"]
+    # Keys neither config has (a supervised run's) are not filled in from the defaults.
+    sl = {"board": {"size": 9}}
+    assert incompatible_keys(sl, json.loads(json.dumps(sl))) == []
 
 
 def test_cli_parses_overrides_and_reports_errors(tmp_path, capsys):

@@ -122,6 +122,10 @@ def default_config() -> ml_collections.ConfigDict:
             search_kind="puct",
             num_simulations=32,
             pb_c_init=1.25,
+            # Gumbel only: root moves sampled for sequential halving, and the scale of
+            # the Gumbel noise that samples them (1: the paper's exploration in self-play).
+            gumbel_considered=16,
+            gumbel_scale=1.0,
             dirichlet_fraction=0.25,
             temperature_moves=8,
             resign_threshold=0.0,
@@ -160,7 +164,14 @@ def default_config() -> ml_collections.ConfigDict:
         dict(every_iterations=0, num_games=64, threshold=0.55, num_simulations=16)
     )
     c.eval = ml_collections.ConfigDict(
-        dict(num_games=32, num_simulations=16, temperature_moves=0, every_iterations=0)
+        dict(
+            num_games=32,
+            num_simulations=16,
+            temperature_moves=0,
+            every_iterations=0,
+            # Gumbel only: 0 plays the strongest move (the sweeps' and GTP's default).
+            gumbel_scale=0.0,
+        )
     )
     return c
 
@@ -257,8 +268,13 @@ def config_to_json(config: ml_collections.ConfigDict) -> dict[str, Any]:
 
 
 def incompatible_keys(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Dotted keys whose values differ and may not change on resume (see RESUMABLE_PREFIXES)."""
-    a, b = _flatten(saved), _flatten(current)
+    """Dotted keys whose values differ and may not change on resume (see RESUMABLE_PREFIXES).
+
+    A key that ``saved`` lacks (added to ``default_config`` after it was written)
+    counts as its default, so older runs resume when the new key is left alone.
+    """
+    b, defaults = _flatten(current), _flatten(config_to_json(default_config()))
+    a = {k: defaults[k] for k in b.keys() & defaults.keys()} | _flatten(saved)
     differ = [k for k in sorted(set(a) | set(b)) if a.get(k, "<missing>") != b.get(k, "<missing>")]
     return [k for k in differ if not k.startswith(RESUMABLE_PREFIXES)]
 
@@ -307,15 +323,25 @@ def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
     return make_train_step(spec, model_lib.build(spec), config, mesh)
 
 
-def _search_config(c: ml_collections.ConfigDict, *, play_strong: bool = False) -> SearchConfig:
-    return SearchConfig(
-        kind=c.search_kind,
-        num_simulations=c.num_simulations,
-        dirichlet_fraction=0.0 if play_strong else c.dirichlet_fraction,
-        temperature_moves=0 if play_strong else c.temperature_moves,
-        pb_c_init=c.pb_c_init,
-        moves=c.moves,
+def _search_config(
+    s: ml_collections.ConfigDict, *, num_simulations: int | None = None, **play: Any
+) -> SearchConfig:
+    """The ``selfplay`` group's search; ``play`` overrides its noise and temperature.
+
+    ``num_simulations`` defaults to the self-play count; evaluation and gating pass
+    their own, with ``dirichlet_fraction=0`` and their own ``gumbel_scale``.
+    """
+    fields = dict(
+        kind=s.search_kind,
+        num_simulations=s.num_simulations if num_simulations is None else num_simulations,
+        dirichlet_fraction=s.dirichlet_fraction,
+        temperature_moves=s.temperature_moves,
+        pb_c_init=s.pb_c_init,
+        moves=s.moves,
+        max_num_considered_actions=s.gumbel_considered,
+        gumbel_scale=s.gumbel_scale,
     )
+    return SearchConfig(**{**fields, **play})
 
 
 def selfplay_config(config: ml_collections.ConfigDict) -> SelfPlayConfig:
@@ -546,13 +572,12 @@ def evaluate(
     """
     e, b = config.eval, config.board
     spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
-    search_config = SearchConfig(
-        kind=config.selfplay.search_kind,
+    search_config = _search_config(
+        config.selfplay,
         num_simulations=e.num_simulations,
         dirichlet_fraction=0.0,
         temperature_moves=e.temperature_moves,
-        pb_c_init=config.selfplay.pb_c_init,
-        moves=config.selfplay.moves,
+        gumbel_scale=e.gumbel_scale,
     )
     if variables is None:
         variables = _host_variables(state)
@@ -604,13 +629,12 @@ def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.
 
     g, b = config.gating, config.board
     spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
-    search_config = SearchConfig(
-        kind=config.selfplay.search_kind,
+    search_config = _search_config(
+        config.selfplay,
         num_simulations=g.num_simulations,
         dirichlet_fraction=0.0,
         temperature_moves=0,
-        pb_c_init=config.selfplay.pb_c_init,
-        moves=config.selfplay.moves,
+        gumbel_scale=0.0,
     )
     return gate(
         arena_search_agent(spec, candidate, search_config, name="candidate"),
