@@ -592,15 +592,34 @@ def _read_run(folder: Path) -> dict[str, Any]:
     return run
 
 
+# Settings the runs table shows in columns of their own, or that change no result.
+_RUN_COLUMNS = ("seed", "selfplay.search_kind", "selfplay.num_simulations")
+
+
+def _differing_settings(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """Dotted config keys whose values differ between runs (what an ablation changed)."""
+    configs = [_flatten(run["config"]) for run in runs.values() if run["config"]]
+    keys = sorted({k for c in configs for k in c})
+    return [
+        k
+        for k in keys
+        if k not in _RUN_COLUMNS
+        and not k.endswith("num_devices")
+        and len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1
+    ]
+
+
 def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
-    """A row per run: its self-play search, how much it trained, its final evaluation."""
+    """A row per run: its self-play search, the settings that differ between runs, how
+    much it trained and its final evaluation."""
     opponents = list(
         dict.fromkeys(
             r["opponent"] for run in runs.values() for r in (run["eval"] or {}).get("results", [])
         )
     )
-    headers = ["run", "self-play search", "seed", "learner steps", "games", "minutes"]
-    headers += [f"vs {o} (95% CI)" for o in opponents]
+    differing = _differing_settings(runs)
+    headers = ["run", "self-play search", "seed", *(f"`{k}`" for k in differing)]
+    headers += ["learner steps", "games", "minutes", *(f"vs {o} (95% CI)" for o in opponents)]
     body = []
     for name, run in runs.items():
         last, selfplay = run["records"][-1], run["config"].get("selfplay", {})
@@ -613,6 +632,7 @@ def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
             f"`{name}`",
             f"{selfplay.get('search_kind', '–')} {selfplay.get('num_simulations', '')}".strip(),
             format_number(run["config"].get("seed")),
+            *(format_number(_flatten(run["config"]).get(k, "–")) for k in differing),
             format_number(last["step"]),
             format_number(games),
             "–" if seconds is None else f"{seconds / 60:.1f}",

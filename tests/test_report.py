@@ -328,7 +328,9 @@ def test_run_comparison_sweeps_render_nets_by_search(tmp_path):
 
 def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
     results = tmp_path / "results" / "arms"
-    for name, kind, seed, wins in (("puct_n2", "puct", 0, 25), ("gumbel_n2", "gumbel", 1, 58)):
+    arms = [("puct_n2", "puct", 0, 25, 1.0), ("gumbel_n2", "gumbel", 1, 58, 1.0)]
+    arms.append(("puct_n2_off", "puct", 0, 20, 0.0))  # an ablation: a learner weight at 0
+    for name, kind, seed, wins, weight in arms:
         run = results / name
         run.mkdir(parents=True)
         records = [
@@ -338,7 +340,8 @@ def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
         ]
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         config = {"seed": seed, "selfplay": {"search_kind": kind, "num_simulations": 2},
-                  "eval": {"num_simulations": 16}}  # fmt: skip
+                  "eval": {"num_simulations": 16}, "learner": {"ownership_weight": weight,
+                  "batch_size": 32, "num_devices": seed}}  # fmt: skip
         (run / "config.json").write_text(json.dumps(config))
         evaluation = {"step": 32, "results": [
             {"opponent": "uct16", "games": 64, "wins": wins, "losses": 64 - wins, "draws": 0,
@@ -348,12 +351,16 @@ def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
     report = generate_report(tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig")
     assert report.ok and not report.warnings, report
     text = (tmp_path / "P.md").read_text()
+    # The setting that differs between runs gets a column (not those alike, nor devices).
     header = (
-        "| run | self-play search | seed | learner steps | games | minutes | vs uct16 (95% CI) |"
+        "| run | self-play search | seed | `learner.ownership_weight` | learner steps | games "
+        "| minutes | vs uct16 (95% CI) |"
     )
     assert header in text
-    assert "| `gumbel_n2` | gumbel 2 | 1 | 32 | 64 | 2.0 | 58/64, 90.6% (25.0%–75.0%) |" in text
-    assert "| `puct_n2` | puct 2 | 0 | 32 | 64 | 2.0 | 25/64, 39.1% (25.0%–75.0%) |" in text
+    row = "| `gumbel_n2` | gumbel 2 | 1 | 1 | 32 | 64 | 2.0 | 58/64, 90.6% (25.0%–75.0%) |"
+    assert row in text
+    assert "| `puct_n2` | puct 2 | 0 | 1 | 32 | 64 | 2.0 | 25/64, 39.1% (25.0%–75.0%) |" in text
+    assert "| `puct_n2_off` | puct 2 | 0 | 0 | 32 | 64 | 2.0 | 20/64, 31.2%" in text
     assert "with 16 simulations a move" in text
     assert (tmp_path / "fig" / "arms_curves.png").read_bytes()[:8] == PNG
     assert generate_report(
