@@ -323,17 +323,13 @@ def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
     return make_train_step(spec, model_lib.build(spec), config, mesh)
 
 
-def _search_config(
-    s: ml_collections.ConfigDict, *, num_simulations: int | None = None, **play: Any
-) -> SearchConfig:
-    """The ``selfplay`` group's search; ``play`` overrides its noise and temperature.
-
-    ``num_simulations`` defaults to the self-play count; evaluation and gating pass
-    their own, with ``dirichlet_fraction=0`` and their own ``gumbel_scale``.
-    """
+def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
+    """The ``selfplay`` group's search, with ``play`` overriding any of its fields
+    (evaluation and gating: their own simulations, no Dirichlet noise, their own
+    ``gumbel_scale``)."""
     fields = dict(
         kind=s.search_kind,
-        num_simulations=s.num_simulations if num_simulations is None else num_simulations,
+        num_simulations=s.num_simulations,
         dirichlet_fraction=s.dirichlet_fraction,
         temperature_moves=s.temperature_moves,
         pb_c_init=s.pb_c_init,
