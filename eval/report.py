@@ -623,6 +623,7 @@ def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
     body = []
     for name, run in runs.items():
         last, selfplay = run["records"][-1], run["config"].get("selfplay", {})
+        settings = _flatten(run["config"])
         games = next((r["games"] for r in reversed(run["records"]) if "games" in r), None)
         seconds = next(
             (r["wall_seconds"] for r in reversed(run["records"]) if "wall_seconds" in r), None
@@ -632,7 +633,7 @@ def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
             f"`{name}`",
             f"{selfplay.get('search_kind', '–')} {selfplay.get('num_simulations', '')}".strip(),
             format_number(run["config"].get("seed")),
-            *(format_number(_flatten(run["config"]).get(k, "–")) for k in differing),
+            *(format_number(settings.get(k, "–")) for k in differing),
             format_number(last["step"]),
             format_number(games),
             "–" if seconds is None else f"{seconds / 60:.1f}",

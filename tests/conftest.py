@@ -16,6 +16,7 @@ from gojax import cli
 # Created by the first process (the controller under xdist; workers inherit the
 # variable) and removed when it ends. GOJAX_TEST_CACHE=0 turns it off.
 _CACHE_VARIABLE = "GOJAX_TEST_CACHE"
+_cache_owner = pytest.StashKey[str]()  # the folder, on the process that created it
 
 
 def pytest_configure(config):
@@ -36,9 +37,6 @@ def pytest_unconfigure(config):
     owned = config.stash.get(_cache_owner, None)
     if owned:
         shutil.rmtree(owned, ignore_errors=True)
-
-
-_cache_owner = pytest.StashKey[str]()
 
 
 @pytest.fixture(autouse=True)

@@ -80,6 +80,17 @@ def ask(server: GTPServer, command: str) -> str:
     return reply
 
 
+def gtp_flags(*argv: str) -> dict:
+    """``gojax gtp``'s flags as its own parser gives them for ``argv`` (every default)."""
+    import argparse
+
+    from eval.gtp import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    return vars(parser.parse_args(["gtp", *argv]))
+
+
 # ----------------------------------------------------------------------------
 # Protocol basics
 
@@ -679,15 +690,13 @@ def test_gumbel_candidates_are_a_quarter_of_the_visits():
 def test_gumbel_search_player_visits_distinct_moves_and_starts_fresh():
     import argparse
 
-    from eval.gtp import make_engine, register
+    from eval.gtp import make_engine
 
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    argv = ["gtp", "--model", str(reference_path("katago", MODEL)), "--player", "search"]
+    argv = ["--model", str(reference_path("katago", MODEL)), "--player", "search"]
     argv += ["--visits", "4", "--search", "gumbel", "--gumbel-scale", "1", "--symmetry", "0"]
     argv += ["--size", "9", "--komi", "7", "--rules", "chinese"]
-    assert vars(parser.parse_args(argv))["gumbel_considered"] is None  # a quarter of the visits
-    flags = vars(parser.parse_args(argv + ["--gumbel-considered", "16"]))
+    assert gtp_flags(*argv)["gumbel_considered"] is None  # a quarter of the visits
+    flags = gtp_flags(*argv, "--gumbel-considered", "16")
     engine = make_engine(argparse.Namespace(**flags))
     player = engine.player
     assert player.config.kind == "gumbel" and player.name.startswith("gumbel search(")

@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_gtp import ask, run
+from test_gtp import ask, gtp_flags, run
 from test_train_loop import tiny_config
 
 import gojax
-from eval.gtp import GTPServer, make_engine, register
+from eval.gtp import GTPServer, make_engine
 from eval.trained_model import load_trained_model
 from gojax.evaluate import AGZ, evaluate
 from train.loop import train
@@ -71,10 +71,8 @@ def test_agz_evaluation_is_the_nets_own_output(run_dir):
 
 def _args(run_dir: str, **kwargs) -> argparse.Namespace:
     """``gojax gtp``'s flags as its own parser gives them (every default), then ``kwargs``."""
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    argv = ["gtp", "--checkpoint", run_dir, "--visits", "4", "--komi", "0.5", "--lag", "0"]
-    return argparse.Namespace(**(vars(parser.parse_args(argv)) | kwargs))
+    flags = gtp_flags("--checkpoint", run_dir, "--visits", "4", "--komi", "0.5", "--lag", "0")
+    return argparse.Namespace(**(flags | kwargs))
 
 
 def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
