@@ -9,7 +9,8 @@ stage took about 5 days on ~28 V100s with a C++ self-play engine; expect
 slower self-play here). Host memory: 250k positions of KataGo features
 (float32, about 32 KB each at 19x19: about 8 GB). KataGo's recipe:
 playout-cap randomisation (600 full / 100 fast simulations, full on 25% of
-moves), ownership and score targets, SGD with momentum, resignation with
+moves), forced playouts with policy target pruning (k = 2), ownership and
+score targets, SGD with momentum, resignation with
 10% no-resign games.
 """
 
@@ -27,6 +28,7 @@ def get_config():
     c.selfplay.num_simulations = 600
     c.selfplay.fast_simulations = 100
     c.selfplay.full_search_prob = 0.25
+    c.selfplay.forced_playouts = 2.0
     c.selfplay.temperature_moves = 20
     c.selfplay.resign_threshold = 0.9
     c.selfplay.no_resign_fraction = 0.1

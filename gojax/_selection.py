@@ -10,6 +10,8 @@ scores it took 41 us against 13 us for a max followed by a min over the
 indices that reach it. A search takes one such argmax per simulation at the
 root and one per level of every descent. Ties go to the lowest index, as
 ``jnp.argmax``'s do, so the trees are the same as mctx's.
+
+Also KataGo's forced playouts and policy target pruning, which mctx lacks.
 """
 
 from __future__ import annotations
@@ -36,16 +38,77 @@ def first_argmax(scores: jax.Array, invalid: jax.Array | None = None) -> jax.Arr
     return jnp.min(jnp.where(scores == best, index, scores.shape[-1] - 1), axis=-1)
 
 
-def puct(key, tree: Tree, node, depth, *, pb_c_init: float, pb_c_base: float) -> jax.Array:
-    """AlphaZero / MuZero PUCT (MuZero's Appendix B), Q normalised by parent and siblings."""
-    visits = tree.children_visits[node]
+def _exploration_scale(tree: Tree, node, pb_c_init: float, pb_c_base: float) -> jax.Array:
+    """PUCT's ``sqrt(N) * c(N)`` at ``node``: its exploration term is this times ``P / (n + 1)``."""
     node_visits = tree.node_visits[node]
     pb_c = pb_c_init + jnp.log((node_visits + pb_c_base + 1.0) / pb_c_base)
+    return jnp.sqrt(node_visits) * pb_c
+
+
+def forced_visits(priors: jax.Array, visits: jax.Array, k: float) -> jax.Array:
+    """KataGo's forced playouts ``n_forced = sqrt(k * P * sum(N))`` of each root child.
+
+    ``priors [A]`` (the root's noised prior), ``visits [A]`` → ``[A]`` float32.
+    """
+    total = jnp.sum(visits, axis=-1, keepdims=True).astype(jnp.float32)
+    return jnp.sqrt(k * priors * total)
+
+
+def puct(
+    key,
+    tree: Tree,
+    node,
+    depth,
+    *,
+    pb_c_init: float,
+    pb_c_base: float,
+    forced_playouts: float = 0.0,
+) -> jax.Array:
+    """AlphaZero / MuZero PUCT (MuZero's Appendix B), Q normalised by parent and siblings.
+
+    With ``forced_playouts = k > 0`` (a root rule only), KataGo's forced
+    playouts (Wu 2019, section 3.2.1): a child that has been visited but
+    fewer than ``sqrt(k * P * sum(N))`` times is chosen before any other;
+    among several such children, the one PUCT prefers.
+    """
+    visits = tree.children_visits[node]
     priors = jax.nn.softmax(tree.children_prior_logits[node])
-    exploration = jnp.sqrt(node_visits) * pb_c * priors / (visits + 1)
+    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
+    exploration = scale * priors / (visits + 1)
     value = mctx.qtransform_by_parent_and_siblings(tree, node)
     tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
-    return first_argmax(value + exploration + tie_break, tree.root_invalid_actions * (depth == 0))
+    invalid = tree.root_invalid_actions * (depth == 0)
+    if forced_playouts:  # static: only the root's rule is built with it
+        forced = (visits > 0) & (visits < forced_visits(priors, visits, forced_playouts))
+        invalid = jnp.where(jnp.any(forced), ~forced, invalid > 0)
+    return first_argmax(value + exploration + tie_break, invalid)
+
+
+def pruned_visits(
+    tree: Tree, node, *, forced_playouts: float, pb_c_init: float, pb_c_base: float
+) -> jax.Array:
+    """KataGo's policy target pruning (Wu 2019, section 3.2.1): ``[A]`` float32 root visits
+    less the forced playouts PUCT would not have given.
+
+    ``c*``, the most visited child, keeps its visits. From every other child
+    ``c`` up to ``n_forced(c)`` visits are taken back, as long as ``c``'s PUCT
+    score, computed from the final statistics, stays below ``c*``'s; a child
+    so reduced to a single visit or none is dropped. ``k = 0`` takes nothing.
+    """
+    visits = tree.children_visits[node].astype(jnp.float32)
+    priors = jax.nn.softmax(tree.children_prior_logits[node])
+    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
+    value = mctx.qtransform_by_parent_and_siblings(tree, node)
+    best = first_argmax(visits, tree.root_invalid_actions)
+    best_score = value[best] + scale * priors[best] / (visits[best] + 1)
+    # PUCT(c, n) = value + scale * P / (n + 1) < best_score  <=>  n > scale * P / gap - 1.
+    gap = best_score - value
+    below_best = jnp.floor(scale * priors / jnp.maximum(gap, 1e-30) - 1.0) + 1.0
+    below_best = jnp.where(gap > 0, below_best, visits)
+    at_most_forced = jnp.ceil(visits - forced_visits(priors, visits, forced_playouts))
+    kept = jnp.clip(jnp.maximum(below_best, at_most_forced), 0.0, visits)
+    kept = jnp.where((kept < visits) & (kept <= 1.0), 0.0, kept)
+    return kept.at[best].set(visits[best])
 
 
 def gumbel_root(

@@ -144,6 +144,15 @@ class SearchConfig:
         no filling of one's own single-point eyes, pass only after the
         opponent's pass or when nothing else is left) -- what keeps small
         self-play runs from settling into early passes.
+      forced_playouts: KataGo's forced playouts and policy target pruning
+        (Wu 2019, section 3.2.1), PUCT only: ``k`` in ``n_forced = sqrt(k *
+        P * sum N)``, 2 in KataGo's self-play; 0 (the default) turns both
+        off. At the root, a child visited fewer than ``n_forced`` times (but
+        at least once) is visited before any other; the policy target
+        (``action_weights``) and the sampled move then take back the
+        visits PUCT would not have given (``_selection.pruned_visits``).
+        ``visit_counts`` keeps the visits as searched. For self-play:
+        evaluation and play leave it at 0, as KataGo does.
     """
 
     kind: str = "puct"
@@ -158,6 +167,7 @@ class SearchConfig:
     max_depth: int | None = None
     uct_c: float = 1.0
     moves: str = "legal"
+    forced_playouts: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -176,6 +186,12 @@ class SearchConfig:
             raise ValueError(f"max_depth must be >= 1, not {self.max_depth}")
         if not self.gumbel_scale >= 0.0:
             raise ValueError(f"gumbel_scale must be >= 0, not {self.gumbel_scale}")
+        if not self.forced_playouts >= 0.0:
+            raise ValueError(f"forced_playouts must be >= 0, not {self.forced_playouts}")
+        if self.forced_playouts and self.kind != "puct":
+            raise ValueError(
+                f"forced_playouts needs kind='puct' (KataGo's PUCT root), not {self.kind!r}"
+            )
 
     @property
     def allowed(self) -> Callable[[GoState], jax.Array]:
@@ -204,7 +220,8 @@ class SearchOutput:
 
     action: jax.Array  # [B] int32: the move to play (pass if the game is already over)
     action_weights: jax.Array  # [B, A] float32: policy target; PUCT/UCT: root visit
-    #   distribution; Gumbel: softmax(prior logits + completed Q), the improved policy
+    #   distribution (pruned, with forced_playouts); Gumbel: softmax(prior logits +
+    #   completed Q), the improved policy
     visit_counts: jax.Array  # [B, A] int32: visits of the root's children
     q_values: jax.Array  # [B, A] float32: root children's values for the player to move, in
     #   [-1, 1]; 0 where unvisited
@@ -762,7 +779,8 @@ def search(
         rule = functools.partial(
             _selection.puct, pb_c_init=config.pb_c_init, pb_c_base=config.pb_c_base
         )
-        rules = _Rules(functools.partial(rule, depth=0), rule)
+        root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
+        rules = _Rules(root_rule, rule)
     elif config.kind == "gumbel":
         rules = _Rules(
             functools.partial(
@@ -801,8 +819,18 @@ def search(
             jnp.where(invalid, ILLEGAL_LOGIT, root_logits + completed_q), axis=-1
         )
     else:
-        total = jnp.sum(visits, axis=-1, keepdims=True)
-        weights = visits.astype(jnp.float32) / jnp.maximum(total, 1)
+        if config.forced_playouts:
+            prune = functools.partial(
+                _selection.pruned_visits,
+                forced_playouts=config.forced_playouts,
+                pb_c_init=config.pb_c_init,
+                pb_c_base=config.pb_c_base,
+            )
+            kept = jax.vmap(prune, in_axes=[0, None])(tree, Tree.ROOT_INDEX)
+        else:
+            kept = visits.astype(jnp.float32)
+        total = jnp.sum(kept, axis=-1, keepdims=True)
+        weights = kept / jnp.maximum(total, 1)
         # mctx's sampling at temperature 1: categorical over log visit frequencies.
         logits = jnp.log(jnp.maximum(weights, jnp.finfo(jnp.float32).tiny))
         sampled = jax.random.categorical(key_act, logits - jnp.max(logits, -1, keepdims=True))

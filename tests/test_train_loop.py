@@ -286,6 +286,35 @@ def test_gumbel_keys_reach_the_searches(monkeypatch):
     assert gated.num_simulations == config.gating.num_simulations
 
 
+def test_forced_playouts_only_in_full_self_play_searches(monkeypatch):
+    import eval.gating
+    import train.loop
+    from train.selfplay import fast_search
+
+    config = tiny_config()
+    apply_overrides(config, ["--config.selfplay.forced_playouts=2"])
+    search = selfplay_config(config).search
+    assert search.forced_playouts == 2.0 and search.kind == "puct"
+    assert fast_search(search, 4).forced_playouts == 0.0
+    assert fast_search(search, 4).dirichlet_fraction == 0.0
+    seen = []
+    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
+    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
+    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
+
+    class Stop(Exception):
+        pass
+
+    def capture(spec, module, variables, cfg):
+        seen.append(cfg)
+        raise Stop
+
+    monkeypatch.setattr(train.loop, "search_agent", capture)
+    with pytest.raises(Stop):
+        train.loop.evaluate(config, None, jax.random.key(0), variables={})
+    assert [cfg.forced_playouts for cfg in seen] == [0.0, 0.0]  # gating, evaluation
+
+
 def test_keys_added_later_do_not_block_resume_at_their_default():
     current = config_to_json(default_config())
     saved = json.loads(json.dumps(current))

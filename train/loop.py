@@ -127,6 +127,9 @@ def default_config() -> ml_collections.ConfigDict:
             gumbel_considered=16,
             gumbel_scale=1.0,
             dirichlet_fraction=0.25,
+            # PUCT only: KataGo's forced playouts and policy target pruning, k in
+            # n_forced = sqrt(k P sum N) (KataGo: 2); 0: off. Full searches only.
+            forced_playouts=0.0,
             temperature_moves=8,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
@@ -325,8 +328,8 @@ def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
 
 def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
     """The ``selfplay`` group's search, with ``play`` overriding any of its fields
-    (evaluation and gating: their own simulations, no Dirichlet noise, their own
-    ``gumbel_scale``)."""
+    (evaluation and gating: their own simulations, no Dirichlet noise or forced
+    playouts, their own ``gumbel_scale``)."""
     fields = dict(
         kind=s.search_kind,
         num_simulations=s.num_simulations,
@@ -336,6 +339,7 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         moves=s.moves,
         max_num_considered_actions=s.gumbel_considered,
         gumbel_scale=s.gumbel_scale,
+        forced_playouts=s.forced_playouts,
     )
     return SearchConfig(**{**fields, **play})
 
@@ -572,6 +576,7 @@ def evaluate(
         config.selfplay,
         num_simulations=e.num_simulations,
         dirichlet_fraction=0.0,
+        forced_playouts=0.0,
         temperature_moves=e.temperature_moves,
         gumbel_scale=e.gumbel_scale,
     )
@@ -629,6 +634,7 @@ def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.
         config.selfplay,
         num_simulations=g.num_simulations,
         dirichlet_fraction=0.0,
+        forced_playouts=0.0,
         temperature_moves=0,
         gumbel_scale=0.0,
     )

@@ -225,6 +225,14 @@ def _select(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(pick, new, old)
 
 
+def fast_search(full: SearchConfig, simulations: int) -> SearchConfig:
+    """The cheap search of KataGo's playout cap randomisation: it plays for strength
+    (no root noise, no forced playouts) and its moves train no policy."""
+    return dataclasses.replace(
+        full, num_simulations=simulations, dirichlet_fraction=0.0, forced_playouts=0.0
+    )
+
+
 def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     """The parts of a search self-play keeps (fixed shapes, so two searches fit one cond)."""
     out = search(evaluator, states, key, config)
@@ -245,10 +253,7 @@ def _play(
     full_config = config.search
     fast_config = None
     if config.fast_simulations is not None:
-        # KataGo's fast searches play for strength: no root noise.
-        fast_config = dataclasses.replace(
-            full_config, num_simulations=config.fast_simulations, dirichlet_fraction=0.0
-        )
+        fast_config = fast_search(full_config, config.fast_simulations)
 
     def step(carry, t):
         states, resigned, would_resign = carry
