@@ -67,9 +67,10 @@ def puct(
     """AlphaZero / MuZero PUCT (MuZero's Appendix B), Q normalised by parent and siblings.
 
     With ``forced_playouts = k > 0`` (a root rule only), KataGo's forced
-    playouts (Wu 2019, section 3.2.1): a child that has been visited but
-    fewer than ``sqrt(k * P * sum(N))`` times is chosen before any other;
-    among several such children, the one PUCT prefers.
+    playouts (Wu 2019, "Forced Playouts and Policy Target Pruning"): a child
+    that has been visited but fewer than ``sqrt(k * P * sum(N))`` times is
+    chosen before any other; among several such children, the one PUCT
+    prefers.
     """
     visits = tree.children_visits[node]
     priors = jax.nn.softmax(tree.children_prior_logits[node])
@@ -87,8 +88,8 @@ def puct(
 def pruned_visits(
     tree: Tree, node, *, forced_playouts: float, pb_c_init: float, pb_c_base: float
 ) -> jax.Array:
-    """KataGo's policy target pruning (Wu 2019, section 3.2.1): ``[A]`` float32 root visits
-    less the forced playouts PUCT would not have given.
+    """KataGo's policy target pruning (Wu 2019): ``[A]`` float32 root visits less the
+    forced playouts PUCT would not have given.
 
     ``c*``, the most visited child, keeps its visits. From every other child
     ``c`` up to ``n_forced(c)`` visits are taken back, as long as ``c``'s PUCT

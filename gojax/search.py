@@ -145,14 +145,14 @@ class SearchConfig:
         opponent's pass or when nothing else is left) -- what keeps small
         self-play runs from settling into early passes.
       forced_playouts: KataGo's forced playouts and policy target pruning
-        (Wu 2019, section 3.2.1), PUCT only: ``k`` in ``n_forced = sqrt(k *
-        P * sum N)``, 2 in KataGo's self-play; 0 (the default) turns both
-        off. At the root, a child visited fewer than ``n_forced`` times (but
-        at least once) is visited before any other; the policy target
-        (``action_weights``) and the sampled move then take back the
-        visits PUCT would not have given (``_selection.pruned_visits``).
-        ``visit_counts`` keeps the visits as searched. For self-play:
-        evaluation and play leave it at 0, as KataGo does.
+        (Wu 2019), PUCT only: ``k`` in ``n_forced = sqrt(k * P * sum N)``, 2
+        in KataGo's self-play; 0 (the default) turns both off. At the root,
+        a child visited fewer than ``n_forced`` times (but at least once) is
+        visited before any other; the policy target (``action_weights``)
+        and the sampled move then take back the visits PUCT would not have
+        given (``_selection.pruned_visits``). ``visit_counts`` keeps the
+        visits as searched. For self-play: evaluation and play leave it at
+        0, as KataGo does.
     """
 
     kind: str = "puct"
