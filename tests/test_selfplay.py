@@ -195,6 +195,12 @@ def test_playout_cap_randomisation(main_run):
     assert 0.1 < full_steps.mean() < 0.55  # full_search_prob 0.3 over 44 steps
     assert stats["policy_targets"] == policy_mask.sum()
     assert stats["positions"] == valid.sum()
+    targets = np.asarray(traj.policy)[policy_mask]  # [n, A]
+    logs = np.log(np.where(targets > 0, targets, 1.0))
+    entropy = -(targets * logs).sum(-1)
+    assert stats["policy_target_entropy"] == pytest.approx(entropy.mean(), rel=1e-5)
+    assert stats["policy_target_moves"] == pytest.approx((targets > 0).sum(-1).mean())
+    assert 0 < stats["policy_target_entropy"] < np.log(MAIN.size**2 + 1)
 
 
 def test_stats(main_run):

@@ -415,11 +415,29 @@ def play_games(
     return traj, selfplay_stats(traj, time.perf_counter() - start)
 
 
+@jax.jit
+def _policy_target_summary(policy: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Mean entropy and mean support size of the ``[T, B, A]`` targets where ``mask [T, B]``
+    (on the device: the targets can be large)."""
+    p = policy.astype(jnp.float32)
+    entropy = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), axis=-1)
+    moves = jnp.sum(p > 0, axis=-1).astype(jnp.float32)
+    count = jnp.sum(mask)
+
+    def mean(x):
+        return jnp.where(count > 0, jnp.sum(jnp.where(mask, x, 0.0)) / count, jnp.nan)
+
+    return mean(entropy), mean(moves)
+
+
 def selfplay_stats(traj: Trajectories, seconds: float | None = None) -> dict[str, float]:
     """Summary numbers of a batch of games (host-side).
 
     Keys: ``games``, ``games_finished``, ``positions`` (searched moves),
-    ``policy_targets``, ``mean_game_length`` (finished games),
+    ``policy_targets``, ``policy_target_entropy`` (mean entropy in nats of
+    the policy targets, NaN without any: how sharp the search's targets
+    are), ``policy_target_moves`` (their mean number of moves with any
+    weight), ``mean_game_length`` (finished games),
     ``black_win_rate`` (finished games, draws count half), ``draws``,
     ``resignations``, ``no_resign_games``, ``would_resign`` (no-resign games
     where someone would have resigned), ``resign_false_positives`` (of those,
@@ -436,11 +454,14 @@ def selfplay_stats(traj: Trajectories, seconds: float | None = None) -> dict[str
     candidates = no_resign & (would != 0) & finished
     false_pos = candidates & (winner * would >= 0)
     positions = int(np.asarray(traj.valid).sum())
+    entropy, moves = (float(x) for x in _policy_target_summary(traj.policy, traj.policy_mask))
     stats = {
         "games": float(finished.shape[0]),
         "games_finished": float(num_finished),
         "positions": float(positions),
         "policy_targets": float(np.asarray(traj.policy_mask).sum()),
+        "policy_target_entropy": entropy,
+        "policy_target_moves": moves,
         "mean_game_length": float(length[finished].mean()) if num_finished else float("nan"),
         "black_win_rate": (
             float(((winner[finished] == 1) + 0.5 * (winner[finished] == 0)).mean())
