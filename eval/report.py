@@ -421,7 +421,8 @@ def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
 
 
 def _elo_text(rating) -> str:
-    return f"{rating.elo + 0.0:.0f} ({rating.lo + 0.0:.0f} to {rating.hi + 0.0:.0f})"
+    # round() to an int: a rating of -0.3 prints 0, never "-0".
+    return f"{round(rating.elo)} ({round(rating.lo)} to {round(rating.hi)})"
 
 
 def _win_rate_text(row: dict[str, Any]) -> str:

@@ -418,3 +418,11 @@ def test_a_broken_match_manifest_is_named(tmp_path):
     entries, _ = find_results(tmp_path / "results")
     with pytest.raises(ValueError, match=r"m/match.json: not a match manifest"):
         render_result(entries[0])
+
+
+def test_elo_text_never_prints_minus_zero():
+    from eval.ratings import Rating
+    from eval.report import _elo_text
+
+    assert _elo_text(Rating(elo=-1e-9, lo=-682.3, hi=682.3, games=128)) == "0 (-682 to 682)"
+    assert _elo_text(Rating(elo=-0.4, lo=-0.6, hi=1.5, games=1)) == "0 (-1 to 2)"
