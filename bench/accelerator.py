@@ -290,11 +290,11 @@ def section_training(smoke: bool) -> dict:
     mesh = loop.make_mesh(lconfig)
     state = create_train_state(spec, lconfig, jax.random.PRNGKey(0), sp_config.size, mesh)
     variables = loop._host_variables(state)
-    encode_fn = loop._katago_encode if spec.is_katago else loop.agz_encode
+    evaluator_fn, encode_fn = loop.selfplay_functions(spec)
 
     def selfplay(seed: int):
         key = jax.random.key(seed)
-        return play_games(loop._evaluator_fn(spec), encode_fn, variables, key, sp_config)
+        return play_games(evaluator_fn, encode_fn, variables, key, sp_config)
 
     # KataGo's input features alone (ladder searches included) on random-play positions:
     # what every evaluation of the recipe's self-play computes before its net.

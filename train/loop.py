@@ -33,7 +33,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +318,12 @@ def _katago_encode(states) -> dict[str, jax.Array]:
 def _evaluator_fn(spec: model_lib.ModelSpec):
     """``variables -> Evaluator``; cached so that every call passes the same static object."""
     return functools.partial(model_lib.evaluator, spec, model_lib.build(spec))
+
+
+def selfplay_functions(spec: model_lib.ModelSpec) -> tuple[Callable, Callable]:
+    """The static ``(evaluator_fn, encode_fn)`` that ``train.selfplay.play_games`` plays a
+    ``spec`` net's games with, as the training loop does (the same objects every call)."""
+    return _evaluator_fn(spec), (_katago_encode if spec.is_katago else agz_encode)
 
 
 @functools.cache
@@ -674,8 +680,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     lconfig = learner_config(config)
     mesh = make_mesh(lconfig)
     step_fn = _train_step(spec, lconfig, mesh)
-    encode_fn = _katago_encode if spec.is_katago else agz_encode
-    evaluator_fn = _evaluator_fn(spec)
+    evaluator_fn, encode_fn = selfplay_functions(spec)
     config_json = config_to_json(config)
 
     root = jax.random.PRNGKey(config.seed)
