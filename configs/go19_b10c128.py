@@ -10,8 +10,7 @@ slower self-play here). Host memory: 250k positions of KataGo features
 (float32, about 32 KB each at 19x19: about 8 GB). KataGo's recipe:
 playout-cap randomisation (600 full / 100 fast simulations, full on 25% of
 moves), forced playouts with policy target pruning (k = 2), ownership and
-score targets, SGD with momentum, resignation with
-10% no-resign games.
+score targets, SGD with momentum, resignation with 10% no-resign games.
 """
 
 from train.loop import default_config

@@ -420,7 +420,7 @@ def _policy_target_summary(policy: jax.Array, mask: jax.Array) -> tuple[jax.Arra
     """Mean entropy and mean support size of the ``[T, B, A]`` targets where ``mask [T, B]``
     (on the device: the targets can be large)."""
     p = policy.astype(jnp.float32)
-    entropy = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), axis=-1)
+    entropy = jnp.sum(jax.scipy.special.entr(p), axis=-1)  # -p log p, 0 at p = 0
     moves = jnp.sum(p > 0, axis=-1).astype(jnp.float32)
     count = jnp.sum(mask)
 
