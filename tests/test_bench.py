@@ -137,3 +137,22 @@ def test_accelerator_training_section_times_features_selfplay_and_learner_apart(
     line = _write_results(tmp_path, True, {"x": {"rate": jnp.float32(2.5), "obj": object}})
     assert json.loads(line)["x"]["rate"] == 2.5
     assert "object" in json.loads((tmp_path / "results.json").read_text())["x"]["obj"]
+
+
+def test_accelerator_smoke_asks_xla_for_fast_compiles_unless_a_level_is_chosen():
+    sys.path.insert(0, str(REPO / "bench"))
+    from accelerator import _fast_compiles_for_smoke
+
+    environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    assert _fast_compiles_for_smoke(environ)
+    assert environ["XLA_FLAGS"].split() == [
+        "--xla_cpu_enable_fast_math=false",
+        "--xla_backend_optimization_level=0",
+    ]
+    empty = {}
+    assert _fast_compiles_for_smoke(empty)
+    assert empty["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
+    # A level of the user's own is kept, and nothing is added twice.
+    chosen = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
+    assert not _fast_compiles_for_smoke(chosen)
+    assert chosen["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
