@@ -306,7 +306,7 @@ def section_training(smoke: bool) -> dict:
             "--config.selfplay.num_simulations=32", "--config.selfplay.fast_simulations=8",
         ]  # fmt: skip
     loop.apply_overrides(config, overrides)
-    spec = loop.model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    spec = loop.model_lib.spec_from_config(config.model)
     sp_config = loop.selfplay_config(config)
     lconfig = loop.learner_config(config)
     mesh = loop.make_mesh(lconfig)

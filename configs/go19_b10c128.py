@@ -10,7 +10,8 @@ slower self-play here). Host memory: 250k positions of KataGo features
 (float32, about 32 KB each at 19x19: about 8 GB). KataGo's recipe:
 playout-cap randomisation (600 full / 100 fast simulations, full on 25% of
 moves), forced playouts with policy target pruning (k = 2), ownership and
-score targets, SGD with momentum, resignation with 10% no-resign games.
+score targets, the opponent-reply policy target (weight 0.15), SGD with
+momentum, resignation with 10% no-resign games.
 """
 
 from train.loop import default_config
@@ -22,6 +23,7 @@ def get_config():
     c.board.komi = 7.5
 
     c.model.preset = "b10c128"
+    c.model.opponent_policy = True  # KataGo's auxiliary target (learner weight 0.15)
 
     c.selfplay.num_games = 512
     c.selfplay.num_simulations = 600

@@ -352,7 +352,7 @@ class _Agents:
         """Checkpoint ``step`` of the swept run (or of ``workdir``) searching as a cell says."""
         from eval.arena import search_agent
         from gojax.search import SearchConfig
-        from train.model import ModelSpec
+        from train.model import spec_from_config
 
         workdir = workdir or self.workdir
         label = self.label if workdir == self.workdir else run_label(workdir)
@@ -368,7 +368,7 @@ class _Agents:
             moves=self.moves,
         )
         name = agent_name(step, kind, simulations, c_puct, label)
-        spec = ModelSpec(model["preset"], dtype=model["dtype"])
+        spec = spec_from_config(model)
         return search_agent(spec, run.variables, search, name=name)
 
     def check_board(self, workdir: str, step: int, size: int) -> None:

@@ -42,12 +42,16 @@ class TrainedModel:
     version: int | str  # KATAGO_VERSION or gojax.evaluate.AGZ
     board_sizes: tuple[int, ...] | None  # None: any size the board supports (2..25)
     step: int
+    opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
 
     def module(self, dtype: Any = jnp.float32):
         """The flax module (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
         from train.model import ModelSpec, build
 
-        return build(ModelSpec(self.preset, dtype=jnp.dtype(dtype).name))
+        spec = ModelSpec(
+            self.preset, dtype=jnp.dtype(dtype).name, opponent_policy=self.opponent_policy
+        )
+        return build(spec)
 
 
 def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> TrainedModel:
@@ -57,21 +61,22 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     unreadable checkpoint).
     """
     from train.checkpoint import restore_variables
-    from train.model import ModelSpec, build
+    from train.model import build, spec_from_config
 
     run = restore_variables(workdir, step)
-    preset = run.config["model"]["preset"]
-    spec = ModelSpec(preset)
+    # float32 whatever the run computed in: the engine picks its own dtype (module()).
+    spec = dataclasses.replace(spec_from_config(run.config["model"]), dtype="float32")
     size = int(run.config["board"]["size"])
     name = f"{os.path.basename(os.path.normpath(os.fspath(workdir)))}@{run.step}"
     module = build(spec)
     return TrainedModel(
         name=name,
-        preset=preset,
+        preset=spec.preset,
         # Device arrays (a jitted call copies numpy arguments in anew at every call) and, on
         # a CPU, the Winograd-transformed kernels the convolutions read (computed once).
         variables=with_winograd_kernels(module, jax.device_put(run.variables)),
         version=KATAGO_VERSION if spec.is_katago else AGZ,
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,
+        opponent_policy=spec.opponent_policy,
     )

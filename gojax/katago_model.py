@@ -501,7 +501,8 @@ def save_model(
 
     BN running statistics are folded into each layer's scale and bias (with
     mean 0, variance 1, epsilon 1e-20 in the file), as KataGo's own exporter
-    does after training. ``config.score_channels`` must fit ``version``.
+    does after training. ``config.score_channels`` must fit ``version``; of a net with
+    ``policy_outputs=2`` only the move policy (channel 0) is written.
     """
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"model version {version} is not supported")
@@ -583,8 +584,9 @@ def save_model(
     matmul("matmulg2w", pp["g2"]["kernel"])
     bn("p1/norm", pp["p1_norm"], ps["p1_norm"])
     tokens("p1/actv")
-    conv("p2/w", pp["p2"]["kernel"])
-    matmul("matmulpass", pp["pass"]["kernel"])
+    # A version-8 file holds the move policy alone: an opponent-reply channel stays behind.
+    conv("p2/w", pp["p2"]["kernel"][..., :1])
+    matmul("matmulpass", pp["pass"]["kernel"][..., :1])
     vp, vs = params["value"], stats["value"]
     tokens("valuehead")
     conv("v1/w", vp["v1"]["kernel"])

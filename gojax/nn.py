@@ -9,7 +9,9 @@ in ``reference/KATAGO_NOTES.md`` section 2):
   as a per-channel bias; pre-activation residual blocks, some of them
   global-pooling blocks; a final BN + ReLU;
 * policy head: board logits from a 1x1 conv path biased by pooled features,
-  and a pass logit from the same pooled vector;
+  and a pass logit from the same pooled vector; with ``policy_outputs=2`` a
+  second channel predicts the opponent's reply (KataGo's auxiliary policy
+  target, trained only; KataGo's version-8 files hold the first channel);
 * value head: 3 value logits ``[win, loss, noResult]``, the raw score outputs
   and a 1x1-conv ownership map, all for the side to move.
 
@@ -33,6 +35,8 @@ maps onto these layers as ``scale=s, bias=b, mean=0, var=1-eps``, so that
 Outputs (``B`` batch, ``H x W`` tensor, positions row-major from the top row):
 
 * ``policy_logits [B, H*W+1]``: board points, then pass;
+* ``opponent_policy_logits [B, H*W+1]`` (``policy_outputs=2`` only): the
+  same for the opponent's move after this one;
 * ``value_logits [B, 3]``: win, loss, noResult for the side to move;
 * ``score [B, 4]`` (versions <= 8) or ``[B, 6]`` (versions >= 9): raw
   ``[scoreMean, scoreStdev, lead, varTimeLeft, (stWinlossErr, stScoreErr)]``;
@@ -98,6 +102,8 @@ class KataGoConfig:
       initial_kernel: side of the first conv (5 in g170 nets).
       block_kernel: side of the convs inside residual blocks (3).
       bn_epsilon: BatchNorm epsilon.
+      policy_outputs: policy head output channels: 1 (the move to play), or 2 (and
+        the opponent's reply after it, KataGo's auxiliary target; Wu 2019, sec. 4.1).
     """
 
     blocks: tuple[str, ...]
@@ -115,6 +121,7 @@ class KataGoConfig:
     initial_kernel: int = 5
     block_kernel: int = 3
     bn_epsilon: float = BN_EPSILON
+    policy_outputs: int = 1
 
     def __post_init__(self) -> None:
         unknown = set(self.blocks) - set(BLOCK_KINDS)
@@ -122,6 +129,8 @@ class KataGoConfig:
             raise ValueError(f"unknown block kinds {sorted(unknown)} (known: {BLOCK_KINDS})")
         if self.score_channels not in (4, 6):
             raise ValueError(f"score_channels must be 4 or 6, not {self.score_channels}")
+        if self.policy_outputs not in (1, 2):
+            raise ValueError(f"policy_outputs must be 1 or 2, not {self.policy_outputs}")
 
 
 def _pool_inputs(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -364,7 +373,8 @@ class _GPoolBlock(nn.Module):
 
 
 class _PolicyHead(nn.Module):
-    """Board logits ``[B, H*W]`` and pass logit ``[B, 1]`` from the trunk ``[B,H,W,C]``."""
+    """Board logits ``[B, H*W, K]`` and pass logits ``[B, K]`` from the trunk ``[B,H,W,C]``
+    (``K = policy_outputs``)."""
 
     config: KataGoConfig
     dtype: Any = jnp.float32
@@ -379,11 +389,12 @@ class _PolicyHead(nn.Module):
         pooled = global_pool(g, mask)
         bias = nn.Dense(cfg.policy_channels, use_bias=False, dtype=self.dtype, name="g2")(pooled)
         p = bnr("p1_norm", p + bias[:, None, None, :].astype(p.dtype))
-        board = _conv(1, 1, "p2", self.dtype)(p)
+        k = cfg.policy_outputs
+        board = _conv(k, 1, "p2", self.dtype)(p)
         # Version < 15: the pass logit is one bias-free matmul of the same pooled vector.
-        pass_logit = nn.Dense(1, use_bias=False, dtype=self.dtype, name="pass")(pooled)
+        pass_logit = nn.Dense(k, use_bias=False, dtype=self.dtype, name="pass")(pooled)
         b, h, w, _ = board.shape
-        return board.reshape(b, h * w), pass_logit
+        return board.reshape(b, h * w, k), pass_logit
 
 
 class _ValueHead(nn.Module):
@@ -417,7 +428,8 @@ class KataGoNet(nn.Module):
     Call with ``spatial [B, H, W, num_spatial]`` (plane 0 = on board) and
     ``global_features [B, num_global]``; returns float32 ``policy_logits
     [B, H*W+1]``, ``value_logits [B, 3]``, ``score [B, score_channels]``,
-    ``ownership [B, H*W]``. With ``train=True`` the BNs use batch statistics
+    ``ownership [B, H*W]`` (and ``opponent_policy_logits [B, H*W+1]`` when
+    ``config.policy_outputs == 2``). With ``train=True`` the BNs use batch statistics
     and the ``batch_stats`` collection must be mutable.
     """
 
@@ -448,7 +460,10 @@ class KataGoNet(nn.Module):
         trunk = _bn_relu_in(self, mask, train)("trunk_norm", x)
         board, pass_logit = _PolicyHead(**kw, name="policy")(trunk, mask, train)
         value = _ValueHead(**kw, name="value")(trunk, mask, train)
-        out = {"policy_logits": jnp.concatenate([board, pass_logit], axis=-1), **value}
+        logits = jnp.concatenate([board, pass_logit[:, None, :]], axis=1)  # [B, H*W+1, K]
+        out = {"policy_logits": logits[..., 0], **value}
+        if cfg.policy_outputs == 2:
+            out["opponent_policy_logits"] = logits[..., 1]
         return {k: v.astype(jnp.float32) for k, v in out.items()}
 
 

@@ -373,7 +373,7 @@ def test_buffer_augmentation_consistent(main_run):
     sym = aug["symmetry"]
     assert len(np.unique(sym)) > 4
     manual = augment(plain, jnp.asarray(sym))
-    for name in ("inputs", "policy", "ownership"):
+    for name in ("inputs", "policy", "opponent_policy", "ownership"):
         np.testing.assert_array_equal(np.asarray(manual[name]), aug[name], err_msg=name)
     for i in range(128):
         planes, policy = aug["inputs"][i], aug["policy"][i]

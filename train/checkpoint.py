@@ -274,7 +274,7 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
 
     from train.learner import abstract_train_state
     from train.loop import learner_config
-    from train.model import ModelSpec
+    from train.model import spec_from_config
 
     steps = checkpoint_steps(workdir)
     if not steps:
@@ -289,7 +289,7 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
         if not config:
             raise ValueError(f"{workdir}: checkpoint {step} has no config")
         run = ml_collections.ConfigDict(config)
-        spec = ModelSpec(run.model.preset, dtype=run.model.dtype)
+        spec = spec_from_config(run.model)
         shapes = abstract_train_state(spec, learner_config(run), run.board.size)
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         template = jax.tree.map(

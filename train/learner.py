@@ -21,7 +21,10 @@ Batch format (a dict of arrays, leading axis ``B`` = global batch size):
 * ``value [B]``: outcome ``z`` in {-1, 0, 1} for the side to move, ``value_mask [B]``;
 * optional ``score [B]`` (final score lead, points, side to move; masked by
   ``value_mask``) and ``ownership [B, P]`` in [-1, 1] for the side to move with
-  ``ownership_mask [B]``. Optional targets are used only by KataGo nets.
+  ``ownership_mask [B]``. Optional targets are used only by KataGo nets;
+* optional ``opponent_policy [B, A]`` (the policy target of the position after
+  this one, the opponent's turn) and ``opponent_policy_mask [B]``, for nets with
+  an opponent-reply output.
 """
 
 from __future__ import annotations
@@ -66,6 +69,9 @@ class LearnerConfig:
         final lead; ``score_huber_delta`` in points. KataGo nets only.
       ownership_weight: per-point binary cross-entropy of ``(1+o)/2`` against
         ``(1+o_target)/2``, averaged over points. KataGo nets only.
+      opponent_policy_weight: cross-entropy of the opponent-reply output against
+        the next position's policy target (KataGo: 0.15). Nets built with
+        ``ModelSpec.opponent_policy`` only.
       l2: coefficient ``c`` of ``c * sum(w^2)`` over kernels (AlphaGo Zero's
         1e-4), part of the loss; BN scales and biases are not decayed.
 
@@ -93,6 +99,7 @@ class LearnerConfig:
     score_weight: float = 0.02
     score_huber_delta: float = 10.0
     ownership_weight: float = 1.0
+    opponent_policy_weight: float = 0.15
     l2: float = 1e-4
 
     optimizer: str = "sgd"
@@ -120,6 +127,10 @@ class LearnerConfig:
             raise ValueError(
                 f"param_sharding must be one of {PARAM_SHARDINGS}, not {self.param_sharding!r}"
             )
+        weights = ("policy_weight", "value_weight", "score_weight", "ownership_weight")
+        for name in (*weights, "opponent_policy_weight", "l2"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
             raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
         object.__setattr__(self, "lr_boundaries", tuple(int(b) for b in self.lr_boundaries))
@@ -368,6 +379,15 @@ def losses(
         )
         metrics["ownership_loss"] = _masked_mean(per_point.mean(-1), batch["ownership_mask"])
         total += config.ownership_weight * metrics["ownership_loss"]
+    if "opponent_policy_logits" in out:
+        if "opponent_policy" not in batch:
+            raise ValueError(f"{spec.preset}'s opponent-reply output: the batch has no target")
+        log_q = jax.nn.log_softmax(out["opponent_policy_logits"].astype(jnp.float32), axis=-1)
+        reply = batch["opponent_policy"].astype(jnp.float32)
+        metrics["opponent_policy_loss"] = _masked_mean(
+            -jnp.sum(reply * log_q, axis=-1), batch["opponent_policy_mask"]
+        )
+        total += config.opponent_policy_weight * metrics["opponent_policy_loss"]
 
     kernels = [p for p in jax.tree.leaves(params) if p.ndim >= 2]
     metrics["l2_loss"] = sum(jnp.sum(jnp.square(p)) for p in kernels)

@@ -114,7 +114,11 @@ def default_config() -> ml_collections.ConfigDict:
     c.seed = 0
     c.multihost = False  # call jax.distributed.initialize() (TPU pods, SLURM)
     c.board = ml_collections.ConfigDict(dict(size=9, komi=7.0, rules="tromp-taylor", max_moves=0))
-    c.model = ml_collections.ConfigDict(dict(preset="agz_tiny", dtype="float32"))
+    # opponent_policy: KataGo presets only, a second policy output trained on the
+    # opponent's reply (learner.opponent_policy_weight; KataGo's auxiliary target).
+    c.model = ml_collections.ConfigDict(
+        dict(preset="agz_tiny", dtype="float32", opponent_policy=False)
+    )
     c.selfplay = ml_collections.ConfigDict(
         dict(
             num_games=64,
@@ -386,7 +390,7 @@ def _to_learner_batch(sample: dict[str, np.ndarray], spec: model_lib.ModelSpec) 
         inputs = (inputs["spatial"], inputs["global"])
     else:
         inputs = (inputs,)
-    return {
+    batch = {
         "inputs": inputs,
         "policy": sample["policy"],
         "policy_mask": sample["policy_mask"],
@@ -396,6 +400,10 @@ def _to_learner_batch(sample: dict[str, np.ndarray], spec: model_lib.ModelSpec) 
         "ownership": sample["ownership"],
         "ownership_mask": sample["score_mask"],
     }
+    if spec.opponent_policy:  # only then: the step's input shapes stay as they were
+        batch["opponent_policy"] = sample["opponent_policy"]
+        batch["opponent_policy_mask"] = sample["opponent_policy_mask"]
+    return batch
 
 
 def _host_variables(state) -> dict[str, Any]:
@@ -577,7 +585,7 @@ def evaluate(
     take part in that gather, while only one evaluates).
     """
     e, b = config.eval, config.board
-    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    spec = model_lib.spec_from_config(config.model)
     search_config = _search_config(
         config.selfplay,
         num_simulations=e.num_simulations,
@@ -635,7 +643,7 @@ def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.
     from eval.gating import gate
 
     g, b = config.gating, config.board
-    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    spec = model_lib.spec_from_config(config.model)
     search_config = _search_config(
         config.selfplay,
         num_simulations=g.num_simulations,
@@ -675,7 +683,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     chief = jax.process_index() == 0
     workdir.mkdir(parents=True, exist_ok=True)
     t = config.train
-    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    spec = model_lib.spec_from_config(config.model)
     sp_config = selfplay_config(config)
     lconfig = learner_config(config)
     mesh = make_mesh(lconfig)

@@ -49,11 +49,16 @@ class ModelSpec:
         (``gojax.evaluate.batch_inputs``, for ``KataGoNet``); ``None`` picks the one the
         preset's net takes.
       dtype: compute dtype name; parameters stay float32 whatever it is.
+      opponent_policy: KataGo nets only: a second policy output that predicts the
+        opponent's reply (KataGo's auxiliary policy target; ``forward`` returns it as
+        ``opponent_policy_logits``). Its parameters differ in shape from a plain
+        net's, so a checkpoint restores only into the spec it was trained with.
     """
 
     preset: str = "tiny"
     encoder: str | None = None
     dtype: str = "float32"
+    opponent_policy: bool = False
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -69,10 +74,23 @@ class ModelSpec:
             raise ValueError(
                 f"preset {self.preset!r} takes {natural!r} inputs, not {self.encoder!r}"
             )
+        if self.opponent_policy and natural != "katago":
+            raise ValueError(
+                f"opponent_policy needs a KataGo-architecture preset, not {self.preset!r}"
+            )
 
     @property
     def is_katago(self) -> bool:
         return self.encoder == "katago"
+
+
+def spec_from_config(model: Any) -> ModelSpec:
+    """The spec of a run config's ``model`` group (a ConfigDict or a saved config's dict;
+    a group saved before ``opponent_policy`` existed has none)."""
+    get = model.get
+    return ModelSpec(
+        get("preset"), dtype=get("dtype", "float32"), opponent_policy=get("opponent_policy", False)
+    )
 
 
 def _is_agz(preset: str) -> bool:
@@ -84,6 +102,8 @@ def build(spec: ModelSpec) -> nn.Module:
     """The flax module of ``spec`` (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
     module = PRESETS[spec.preset](dtype=jnp.dtype(spec.dtype))
     assert isinstance(module, KataGoNet | AlphaGoZeroNet)
+    if spec.opponent_policy:
+        module = module.clone(config=dataclasses.replace(module.config, policy_outputs=2))
     return module
 
 
@@ -124,8 +144,9 @@ def forward(
     ``value [B]`` in [-1, 1]; KataGo nets add ``value_logits [B, 3]`` (win, loss,
     noResult), ``score_lead [B]`` (points) and ``ownership [B, N*N]`` (tanh, in
     [-1, 1]); ``ownership_logits [B, N*N]`` is the raw head, ``tanh`` of which is
-    ``ownership``. With ``train=True`` the BNs use batch statistics and the dict
-    also holds the updated ``batch_stats``.
+    ``ownership``; with ``spec.opponent_policy``, ``opponent_policy_logits [B, A]``
+    (the opponent's reply). With ``train=True`` the BNs use batch statistics and
+    the dict also holds the updated ``batch_stats``.
     """
     if train:
         raw, updates = module.apply(variables, *inputs, train=True, mutable=["batch_stats"])
@@ -139,6 +160,8 @@ def forward(
         out["score_lead"] = raw["score"][:, SCORE_LEAD_INDEX] * SCORE_SCALE
         out["ownership_logits"] = raw["ownership"]
         out["ownership"] = jnp.tanh(raw["ownership"])
+        if spec.opponent_policy:
+            out["opponent_policy_logits"] = raw["opponent_policy_logits"]
     else:
         out["value"] = raw["value"]
     if updates is not None:

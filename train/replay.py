@@ -13,6 +13,13 @@ input planes, the policy and the ownership together (:func:`augment`).
 ``one_per_game=True`` draws distinct games and one random position from each,
 AlphaGo's remedy for a value net that memorises whole games from their
 correlated positions.
+
+Each sample also carries the policy target of the position after it, the
+opponent's turn (KataGo's auxiliary opponent-reply target). It is read at
+sampling time from the next slot, which holds the game's next move whenever
+the sampled position is not its game's last stored one: a game's positions
+are stored in order and evicted from the first on, so a stored position's
+successor is never gone before it.
 """
 
 from __future__ import annotations
@@ -46,8 +53,8 @@ def augment(batch: dict[str, Any], symmetry: jax.Array) -> dict[str, Any]:
     """Apply ``symmetry[i]`` (``[B]`` int, 0..7) to sample ``i`` of a batch (pure, jittable).
 
     Transforms every input leaf shaped ``[B, N, N, ...]`` (planes, channels last)
-    with ``gojax.transform_planes``, ``policy [B, P + 1]`` with
-    ``gojax.transform_policy`` and ``ownership [B, P]`` with
+    with ``gojax.transform_planes``, ``policy [B, P + 1]`` (and
+    ``opponent_policy``, when present) with ``gojax.transform_policy`` and ``ownership [B, P]`` with
     ``gojax.transform_board``; other fields are per position and unchanged.
     """
     size = int(round((batch["policy"].shape[-1] - 1) ** 0.5))
@@ -60,7 +67,9 @@ def augment(batch: dict[str, Any], symmetry: jax.Array) -> dict[str, Any]:
 
     out = dict(batch)
     out["inputs"] = jax.tree.map(planes, batch["inputs"])
-    out["policy"] = jax.vmap(gojax.transform_policy)(jnp.asarray(batch["policy"]), symmetry)
+    for name in ("policy", "opponent_policy"):
+        if name in batch:
+            out[name] = jax.vmap(gojax.transform_policy)(jnp.asarray(batch[name]), symmetry)
     out["ownership"] = jax.vmap(gojax.transform_board)(jnp.asarray(batch["ownership"]), symmetry)
     return out
 
@@ -198,7 +207,10 @@ class ReplayBuffer:
 
         Returns:
           A dict of numpy arrays: ``inputs`` (``[B, ...]``, or a dict of them),
-          ``policy [B, A]`` float32, ``policy_mask [B]`` bool, ``value [B]``
+          ``policy [B, A]`` float32, ``policy_mask [B]`` bool,
+          ``opponent_policy [B, A]`` float32 (the next position's policy target)
+          with ``opponent_policy_mask [B]`` bool (False for a game's last
+          position and where the next search was a fast one), ``value [B]``
           float32 (z for the player to move), ``value_mask [B]`` bool,
           ``score [B]`` float32, ``score_mask [B]`` bool, ``ownership [B, P]``
           float32 (+1 the player to move), ``to_play [B]`` int8, ``game [B]``
@@ -221,6 +233,9 @@ class ReplayBuffer:
         else:
             slots = gen.integers(0, self._size, batch_size)
         d = self._data
+        # The opponent's reply: the game's next stored position (see the module docstring).
+        has_next = d["move"][slots] + 1 < d["game_length"][slots]
+        following = (slots + 1) % self.capacity
         if self._input_keys is None:
             inputs = d["inputs"][slots]
         else:
@@ -229,6 +244,8 @@ class ReplayBuffer:
             "inputs": inputs,
             "policy": d["policy"][slots],
             "policy_mask": d["policy_mask"][slots],
+            "opponent_policy": d["policy"][following],
+            "opponent_policy_mask": has_next & d["policy_mask"][following],
             "value": d["value"][slots],
             "value_mask": value_mask,
             "score": d["score"][slots],
@@ -239,7 +256,7 @@ class ReplayBuffer:
         }
         if augment:
             symmetry = gen.integers(0, gojax.NUM_SYMMETRIES, batch_size).astype(np.int32)
-            moved = {k: batch[k] for k in ("inputs", "policy", "ownership")}
+            moved = {k: batch[k] for k in ("inputs", "policy", "opponent_policy", "ownership")}
             batch.update(jax.tree.map(np.asarray, _augment_jit(moved, symmetry)))
         else:
             symmetry = np.zeros(batch_size, np.int32)

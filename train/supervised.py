@@ -397,7 +397,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     files = sgf_files(config.data.sgf_dir)
     workdir.mkdir(parents=True, exist_ok=True)
     t, d = config.train, config.data
-    spec = model_lib.ModelSpec(config.model.preset, dtype=config.model.dtype)
+    spec = model_lib.spec_from_config(config.model)
     module = model_lib.build(spec)
     lconfig = learner_config(config)
     mesh = make_mesh(lconfig)
