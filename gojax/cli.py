@@ -396,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_train(commands)
     register_sl(commands)
+    from train.export import register as register_export
+
+    register_export(commands)
     from eval.value_mse import register as register_value_mse
 
     register_value_mse(commands)

@@ -42,6 +42,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from gojax._atomic import write_atomic
 from gojax.nn import BN_EPSILON, GPOOL, ORDINARY, KataGoConfig, KataGoNet, with_winograd_kernels
 
 SUPPORTED_VERSIONS = (8, 9, 10)
@@ -601,7 +602,7 @@ def save_model(
     matbias("sv3/b", vp["sv3"]["bias"])
     conv("vownership/w", vp["ownership"]["kernel"])
     data = b"".join(out)
-    path.write_bytes(gzip.compress(data) if lower.endswith(".gz") else data)
+    write_atomic(path, gzip.compress(data) if lower.endswith(".gz") else data)
 
 
 def _to_numpy(tree: Any) -> Any:

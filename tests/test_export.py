@@ -1,0 +1,117 @@
+"""``gojax export``: a training run's net written as a KataGo model file and read back."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from test_train_loop import tiny_config
+
+import gojax
+from eval.trained_model import load_trained_model
+from gojax.cli import main
+from gojax.katago_model import load_model
+from train import export
+from train.checkpoint import RunVariables
+from train.loop import apply_overrides, train
+from train.model import ModelSpec, encode, forward
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> str:
+    """Three learner steps of a 5x5 KataGo ``tiny`` net with the opponent-reply output."""
+    workdir = tmp_path_factory.mktemp("run")
+    config = tiny_config()
+    overrides = ["--config.model.preset=tiny", "--config.model.opponent_policy=true"]
+    apply_overrides(config, [*overrides, "--config.eval.num_games=0"])
+    train(config, workdir)
+    return str(workdir)
+
+
+def states() -> gojax.GoState:
+    positions = [gojax.new_game(5, komi=0.5)]
+    for action in (12, 7, 13, 8, 25):
+        positions.append(gojax.play(positions[-1], action))
+    return jax.tree.map(lambda *x: np.stack(x), *positions)
+
+
+def test_the_file_is_the_checkpoints_net(run_dir, tmp_path, capsys):
+    out = tmp_path / "net.bin.gz"
+    assert main(["export", run_dir, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "KataGo model version 8" in printed and "step 3" in printed
+    model = load_model(out)
+    assert model.version == 8 and model.config.policy_outputs == 1
+    assert model.name == f"{Path(run_dir).name}-s3"
+    trained = load_trained_model(run_dir)
+    assert trained.opponent_policy
+    inputs = encode(ModelSpec("tiny"), states())
+    mine = forward(
+        ModelSpec("tiny", opponent_policy=True), trained.module(), trained.variables, inputs, False
+    )
+    file = forward(ModelSpec("tiny"), model.module(), model.variables, inputs, False)
+    for key in ("policy_logits", "value", "ownership", "score_lead"):
+        np.testing.assert_allclose(file[key], mine[key], rtol=1e-4, atol=1e-4, err_msg=key)
+    # KataGo's scoreMean carries the trained score prediction (gojax trains the lead channel).
+    sv3 = model.params["value"]["sv3"]
+    np.testing.assert_array_equal(sv3["kernel"][:, 0], sv3["kernel"][:, 2])
+    np.testing.assert_array_equal(sv3["bias"][0], sv3["bias"][2])
+    raw = trained.module().apply(trained.variables, *inputs)
+    assert not np.allclose(raw["score"][:, 0], raw["score"][:, 2])  # it was not so before
+
+
+def test_text_format_by_suffix_and_a_chosen_step_and_name(run_dir, tmp_path):
+    out = tmp_path / "net.txt.gz"
+    result = export.export_run(run_dir, out, step=2, name="mine")
+    assert result["step"] == 2 and result["name"] == "mine"
+    text = gzip.decompress(out.read_bytes()).decode("ascii")
+    assert text.startswith("mine\n8\n22\n19\n")
+    assert load_model(out).name == "mine"
+
+
+def test_bad_requests_are_one_line_errors_and_leave_no_file(run_dir, tmp_path, capsys):
+    cases = [
+        (["--out", str(tmp_path / "net.model")], "model file names end in .bin.gz"),
+        (["--out", str(tmp_path / "a.bin.gz"), "--step", "7"], "no checkpoint at step 7"),
+        (["--out", str(tmp_path / "b.bin.gz"), "--name", "two words"], "one non-empty token"),
+    ]
+    for args, message in cases:
+        assert main(["export", run_dir, *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+    assert main(["export", str(tmp_path / "none"), "--out", str(tmp_path / "c.bin.gz")]) == 2
+    assert "no checkpoints" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_alphago_zero_nets_and_a_file_that_does_not_match_are_refused(
+    run_dir, tmp_path, monkeypatch
+):
+    import gojax.katago_model
+    import train.checkpoint
+
+    real = train.checkpoint.restore_variables(run_dir)
+    agz = RunVariables(
+        step=1, config={**real.config, "model": {"preset": "agz_tiny"}}, variables={}
+    )
+    monkeypatch.setattr(train.checkpoint, "restore_variables", lambda *args: agz)
+    with pytest.raises(ValueError, match="agz_tiny is an AlphaGo Zero net"):
+        export.export_run(run_dir, tmp_path / "agz.bin.gz")
+    monkeypatch.undo()
+
+    # A file whose numbers are not the checkpoint's (a value bias shifted on the way) is
+    # an error, and neither the file nor its staging folder stays behind.
+    save_model = gojax.katago_model.save_model
+
+    def save_shifted(path, config, variables, **kwargs):
+        shifted = jax.tree.map(np.array, variables)
+        shifted["params"]["value"]["v3"]["bias"][0] += 1.0
+        save_model(path, config, shifted, **kwargs)
+
+    monkeypatch.setattr(gojax.katago_model, "save_model", save_shifted)
+    with pytest.raises(ValueError, match="differs from the checkpoint's: {'value'"):
+        export.export_run(run_dir, tmp_path / "broken.bin.gz")
+    assert list(tmp_path.iterdir()) == []

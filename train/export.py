@@ -1,0 +1,165 @@
+"""``gojax export``: a training run's network as a KataGo model file.
+
+    gojax export runs/aux_on --out aux_on.bin.gz          # the newest checkpoint
+    gojax export runs/aux_on --step 600 --out aux_on-600.txt.gz
+
+The run's KataGo-architecture net (presets ``tiny`` ... ``b60c320``; trained on
+KataGo's version-7 input features) is written in KataGo's model format,
+version 8, binary or text by the file name's suffix, with its BatchNorm
+statistics folded into each layer's scale and bias as KataGo's own exporter
+does (``gojax.katago_model.save_model``). The file is what
+``gojax.katago_model.load_model`` reads, so ``gojax gtp --model``,
+``gojax analysis``, ``gojax analyze`` and sweeps take it like any KataGo net.
+
+What a version-8 file holds that gojax does not train, and what is written
+there:
+
+* the score head's ``scoreMean`` (channel 0): gojax trains one score output,
+  channel 2 (KataGo's ``lead``), on the game's final score, which is
+  KataGo's ``scoreMean`` target; both channels get its weights, so a program
+  that reads either reads the trained prediction. ``scoreStdev`` and
+  ``varTimeLeft`` (channels 1 and 3) stay as the run left them: untrained;
+* the opponent-reply output of a ``model.opponent_policy`` net is not part
+  of version 8 and is left out (the move policy alone is written).
+
+Before it returns, the export reads the file back and evaluates it and the
+checkpoint's net on a few positions; a difference beyond float32 rounding of
+the folded BatchNorms is an error, and the file is not left behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import gojax
+
+__all__ = ["export_run", "register"]
+
+# Channels of a version-8 score head (gojax.nn.KataGoNet's ``score``).
+SCORE_MEAN, SCORE_LEAD = 0, 2
+# What gojax.katago_model.load_model reads (binary unless the name says text).
+SUFFIXES = (".bin.gz", ".txt.gz", ".bin", ".txt", ".gz")
+
+
+def _sample_states(size: int, count: int = 4) -> gojax.GoState:
+    """The empty board and ``count - 1`` positions of one seeded random game."""
+    states = [gojax.new_game(size)]
+    key = jax.random.key(0)
+    for _ in range(count - 1):
+        key, sub = jax.random.split(key)
+        legal = gojax.legal_moves(states[-1])
+        legal = legal.at[-1].set(False) if int(legal[:-1].sum()) else legal  # no early pass
+        states.append(
+            gojax.play(states[-1], jax.random.choice(sub, legal.size, p=legal / legal.sum()))
+        )
+    return jax.tree.map(lambda *x: jnp.stack(x), *states)
+
+
+def _file_variables(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the trained score channel copied into KataGo's ``scoreMean``."""
+    params = jax.tree.map(np.asarray, params)
+    score = dict(params["value"]["sv3"])
+    for name in ("kernel", "bias"):
+        values = np.array(score[name], np.float32)
+        values[..., SCORE_MEAN] = values[..., SCORE_LEAD]
+        score[name] = values
+    return {**params, "value": {**params["value"], "sv3": score}}
+
+
+def export_run(
+    workdir: str | os.PathLike, out: str | os.PathLike, step: int | None = None, name: str = ""
+) -> dict[str, Any]:
+    """Write checkpoint ``step`` (None: the newest) of the run in ``workdir`` to ``out``.
+
+    Returns ``{"file", "name", "step", "preset", "worst"}``, ``worst`` the largest
+    differences between the file's and the checkpoint's outputs (policy
+    probabilities, value, ownership, score lead in points) on the check
+    positions. Raises ValueError naming the problem (no such run or step, an
+    AlphaGo Zero net, a bad name, outputs that do not match).
+    """
+    from gojax.katago_model import load_model, save_model
+    from train.checkpoint import restore_variables
+    from train.model import ModelSpec, build, encode, forward, spec_from_config
+
+    out = Path(out)
+    if not out.name.lower().endswith(SUFFIXES):
+        raise ValueError(f"{out}: model file names end in {', '.join(SUFFIXES)}")
+    run = restore_variables(workdir, step)
+    # Compared in float32, whatever the run computed in.
+    spec = dataclasses.replace(spec_from_config(run.config["model"]), dtype="float32")
+    if not spec.is_katago:
+        raise ValueError(
+            f"{workdir}: {spec.preset} is an AlphaGo Zero net; KataGo's file format holds "
+            "KataGo-architecture nets only"
+        )
+    name = name or f"{Path(os.fspath(workdir)).resolve().name}-s{run.step}"
+    module = build(spec)
+    params = _file_variables(run.variables["params"])
+    variables = {"params": params, "batch_stats": run.variables["batch_stats"]}
+    # Written beside the target and checked before it takes the target's name.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")
+    try:
+        staged = Path(folder) / out.name
+        save_model(staged, module.config, variables, name=name, version=8)
+        model = load_model(staged)
+        states = _sample_states(int(run.config["board"]["size"]))
+        inputs = encode(spec, states)
+        ours = forward(spec, module, run.variables, inputs, train=False)
+        plain = ModelSpec(spec.preset)  # the file's net: one policy output
+        theirs = forward(plain, model.module(), model.variables, inputs, train=False)
+        legal = jax.vmap(gojax.legal_moves)(states)
+
+        def probabilities(out):
+            return jax.nn.softmax(jnp.where(legal, out["policy_logits"], -jnp.inf), axis=-1)
+
+        worst = {
+            "policy": float(jnp.max(jnp.abs(probabilities(ours) - probabilities(theirs)))),
+            "value": float(jnp.max(jnp.abs(ours["value"] - theirs["value"]))),
+            "ownership": float(jnp.max(jnp.abs(ours["ownership"] - theirs["ownership"]))),
+            "score_lead": float(jnp.max(jnp.abs(ours["score_lead"] - theirs["score_lead"]))),
+        }
+        limits = {"policy": 1e-4, "value": 1e-4, "ownership": 1e-4, "score_lead": 1e-2}
+        bad = {k: v for k, v in worst.items() if not v <= limits[k]}
+        if bad:
+            raise ValueError(f"{out}: the written net differs from the checkpoint's: {bad}")
+        os.replace(staged, out)
+    finally:
+        for leftover in Path(folder).iterdir():
+            leftover.unlink()
+        os.rmdir(folder)
+    return {"file": str(out), "name": name, "step": run.step, "preset": spec.preset, "worst": worst}
+
+
+def cmd_export(args) -> int:
+    result = export_run(args.workdir, args.out, args.step, args.name)
+    worst = ", ".join(f"{k} {v:.1e}" for k, v in result["worst"].items())
+    print(
+        f"wrote {result['file']}: {result['preset']} net of step {result['step']}, "
+        f"KataGo model version 8, name {result['name']}; read back, largest differences "
+        f"from the checkpoint: {worst}"
+    )
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gojax export`` to the subcommands of the ``gojax`` parser."""
+    parser = commands.add_parser(
+        "export",
+        help="write a training run's network as a KataGo model file (.bin.gz)",
+        description="Writes a checkpoint of a gojax train run (KataGo-architecture presets) "
+        "as a KataGo model file, version 8: binary for .bin/.bin.gz, text for .txt/.txt.gz.",
+    )
+    parser.add_argument("workdir", help="the run's workdir (as given to gojax train)")
+    parser.add_argument("--out", required=True, help="the model file to write")
+    parser.add_argument("--step", type=int, help="the checkpoint's step (default: the newest)")
+    parser.add_argument("--name", default="", help="the model's name (default: <run>-s<step>)")
+    parser.set_defaults(run=cmd_export)
