@@ -21,6 +21,7 @@ from train.learner import LearnerConfig, losses
 from train.loop import _to_learner_batch, apply_overrides, train
 from train.model import ModelSpec, build, encode, forward, init_variables, spec_from_config
 from train.replay import ReplayBuffer
+from train.supervised import _as_trajectories
 
 SIZE = 5
 ACTIONS = SIZE * SIZE + 1
@@ -160,6 +161,27 @@ def test_replay_target_survives_wraparound_and_eviction():
         batch["opponent_policy"][has], expected_reply(7 * local + move + 1)[has]
     )
     assert set(np.unique(batch["game"])) == {1, 2, 3}
+
+
+def test_game_records_give_the_next_move_played_as_the_reply():
+    actions = np.array([12, 7, 25, 13, 3])
+    game = {
+        "inputs": np.zeros((5, SIZE, SIZE, 1), np.uint8),
+        "action": actions,
+        "to_play": np.array([1, -1, 1, -1, 1], np.int8),
+        "value": np.array([1, -1, 1, -1, 1], np.float32),
+        "has_value": True,
+    }
+    buffer = ReplayBuffer(capacity=50)
+    buffer.add(_as_trajectories(game, SIZE))
+    batch = buffer.sample(np.random.default_rng(5), 64, augment=False)
+    # Each sample's move number, from the move its own (one-hot) target names.
+    move = np.array([int(np.flatnonzero(actions == a)[0]) for a in batch["policy"].argmax(-1)])
+    has = batch["opponent_policy_mask"]
+    np.testing.assert_array_equal(has, move < 4)
+    np.testing.assert_array_equal(
+        np.argmax(batch["opponent_policy"][has], -1), actions[move[has] + 1]
+    )
 
 
 def test_augmentation_moves_the_reply_with_the_position():

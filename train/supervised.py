@@ -7,6 +7,7 @@ train``. Only where the examples come from differs:
 
 * every move of a game is a policy target (one-hot on the move played) and,
   when ``RE[]`` names a winner, a value target (+1 for the side that won);
+  with ``model.opponent_policy`` the move after it is the reply target;
 * games are replayed with the exact rules (``RU[]`` if the file names one,
   else ``board.rules``) in one jitted ``lax.scan`` per game, and encoded as
   the model's inputs (AlphaGo Zero planes or KataGo features);
@@ -83,7 +84,10 @@ def default_sl_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
     c.board = ml_collections.ConfigDict(dict(size=19, komi=7.5, rules="chinese"))
-    c.model = ml_collections.ConfigDict(dict(preset="agz_tiny", dtype="float32"))
+    # opponent_policy (KataGo presets): the reply target is the next move played.
+    c.model = ml_collections.ConfigDict(
+        dict(preset="agz_tiny", dtype="float32", opponent_policy=False)
+    )
     c.data = ml_collections.ConfigDict(
         dict(
             sgf_dir="",  # required: a folder searched recursively for *.sgf
