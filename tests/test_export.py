@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import jax
@@ -36,6 +37,16 @@ def states() -> gojax.GoState:
     for action in (12, 7, 13, 8, 25):
         positions.append(gojax.play(positions[-1], action))
     return jax.tree.map(lambda *x: np.stack(x), *positions)
+
+
+def test_the_run_trained_the_reply_head_and_its_checkpoint_plays(run_dir):
+    """(The opponent-reply output end to end; tests/test_opponent_policy.py has the parts.)"""
+    record = json.loads((Path(run_dir) / "metrics.jsonl").read_text().splitlines()[0])
+    assert record["learner.opponent_policy_loss"] > 0
+    model = load_trained_model(run_dir)
+    assert model.opponent_policy
+    out = model.module().apply(model.variables, *encode(ModelSpec("tiny"), states()))
+    assert out["opponent_policy_logits"].shape == (6, 5 * 5 + 1)
 
 
 def test_the_file_is_the_checkpoints_net(run_dir, tmp_path, capsys):

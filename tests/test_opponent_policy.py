@@ -4,21 +4,18 @@ the replay buffer (the next position's policy target), its loss, a run that trai
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_train_loop import tiny_config
 
 import gojax
-from eval.trained_model import load_trained_model
 from gojax.katago_model import load_model, save_model
 from gojax.nn import PRESETS
 from train.learner import LearnerConfig, losses
-from train.loop import _to_learner_batch, apply_overrides, train
+from train.loop import _to_learner_batch
 from train.model import ModelSpec, build, encode, forward, init_variables, spec_from_config
 from train.replay import ReplayBuffer
 from train.supervised import _as_trajectories
@@ -230,23 +227,3 @@ def test_learner_batch_carries_the_target_only_for_nets_that_predict_it():
     with_reply = _to_learner_batch(sample, ModelSpec("tiny", opponent_policy=True))
     np.testing.assert_array_equal(with_reply["opponent_policy"], sample["opponent_policy"])
     assert "opponent_policy" not in _to_learner_batch(sample, ModelSpec("tiny"))
-
-
-def test_a_run_trains_the_reply_head_and_its_checkpoint_plays(tmp_path):
-    config = tiny_config()
-    apply_overrides(
-        config,
-        [
-            "--config.model.preset=tiny",
-            "--config.model.opponent_policy=true",
-            "--config.eval.num_games=0",
-        ],
-    )
-    summary = train(config, tmp_path)
-    assert summary["step"] == 3
-    record = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
-    assert record["learner.opponent_policy_loss"] > 0
-    model = load_trained_model(tmp_path)
-    assert model.opponent_policy
-    out = model.module().apply(model.variables, *encode(ModelSpec("tiny"), states()))
-    assert out["opponent_policy_logits"].shape == (3, ACTIONS)
