@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import gojax
+from gojax._random_play import random_action
+from gojax.evaluate import evaluate
 
 __all__ = ["export_run", "register"]
 
@@ -47,19 +49,21 @@ __all__ = ["export_run", "register"]
 SCORE_MEAN, SCORE_LEAD = 0, 2
 # What gojax.katago_model.load_model reads (binary unless the name says text).
 SUFFIXES = (".bin.gz", ".txt.gz", ".bin", ".txt", ".gz")
+# The outputs compared between the file and the checkpoint: ``gojax.evaluate``'s key and
+# the largest difference allowed (float32 rounding of the folded BatchNorms; lead in points).
+COMPARED = {
+    "policy": ("policy", 1e-4),
+    "value": ("value", 1e-4),
+    "ownership": ("white_ownership", 1e-4),
+    "score_lead": ("white_lead", 1e-2),
+}
 
 
 def _sample_states(size: int, count: int = 4) -> gojax.GoState:
     """The empty board and ``count - 1`` positions of one seeded random game."""
     states = [gojax.new_game(size)]
-    key = jax.random.key(0)
-    for _ in range(count - 1):
-        key, sub = jax.random.split(key)
-        legal = gojax.legal_moves(states[-1])
-        legal = legal.at[-1].set(False) if int(legal[:-1].sum()) else legal  # no early pass
-        states.append(
-            gojax.play(states[-1], jax.random.choice(sub, legal.size, p=legal / legal.sum()))
-        )
+    for key in jax.random.split(jax.random.key(0), count - 1):
+        states.append(gojax.play(states[-1], random_action(key, gojax.legal_moves(states[-1]))))
     return jax.tree.map(lambda *x: jnp.stack(x), *states)
 
 
@@ -87,7 +91,7 @@ def export_run(
     """
     from gojax.katago_model import load_model, save_model
     from train.checkpoint import restore_variables
-    from train.model import ModelSpec, build, encode, forward, spec_from_config
+    from train.model import build, spec_from_config
 
     out = Path(out)
     if not out.name.lower().endswith(SUFFIXES):
@@ -111,24 +115,15 @@ def export_run(
         staged = Path(folder) / out.name
         save_model(staged, module.config, variables, name=name, version=8)
         model = load_model(staged)
+        # Both through the evaluation the engine plays with (KataGo's post-processing).
         states = _sample_states(int(run.config["board"]["size"]))
-        inputs = encode(spec, states)
-        ours = forward(spec, module, run.variables, inputs, train=False)
-        plain = ModelSpec(spec.preset)  # the file's net: one policy output
-        theirs = forward(plain, model.module(), model.variables, inputs, train=False)
-        legal = jax.vmap(gojax.legal_moves)(states)
-
-        def probabilities(out):
-            return jax.nn.softmax(jnp.where(legal, out["policy_logits"], -jnp.inf), axis=-1)
-
+        ours = evaluate(module, run.variables, states)
+        theirs = evaluate(model.module(), model.variables, states)
         worst = {
-            "policy": float(jnp.max(jnp.abs(probabilities(ours) - probabilities(theirs)))),
-            "value": float(jnp.max(jnp.abs(ours["value"] - theirs["value"]))),
-            "ownership": float(jnp.max(jnp.abs(ours["ownership"] - theirs["ownership"]))),
-            "score_lead": float(jnp.max(jnp.abs(ours["score_lead"] - theirs["score_lead"]))),
+            label: float(jnp.max(jnp.abs(ours[key] - theirs[key])))
+            for label, (key, _) in COMPARED.items()
         }
-        limits = {"policy": 1e-4, "value": 1e-4, "ownership": 1e-4, "score_lead": 1e-2}
-        bad = {k: v for k, v in worst.items() if not v <= limits[k]}
+        bad = {label: v for label, v in worst.items() if not v <= COMPARED[label][1]}
         if bad:
             raise ValueError(f"{out}: the written net differs from the checkpoint's: {bad}")
         os.replace(staged, out)
