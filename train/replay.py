@@ -53,8 +53,8 @@ def augment(batch: dict[str, Any], symmetry: jax.Array) -> dict[str, Any]:
     """Apply ``symmetry[i]`` (``[B]`` int, 0..7) to sample ``i`` of a batch (pure, jittable).
 
     Transforms every input leaf shaped ``[B, N, N, ...]`` (planes, channels last)
-    with ``gojax.transform_planes``, ``policy [B, P + 1]`` (and
-    ``opponent_policy``, when present) with ``gojax.transform_policy`` and ``ownership [B, P]`` with
+    with ``gojax.transform_planes``, ``policy [B, P + 1]`` (and ``opponent_policy``,
+    when present) with ``gojax.transform_policy`` and ``ownership [B, P]`` with
     ``gojax.transform_board``; other fields are per position and unchanged.
     """
     size = int(round((batch["policy"].shape[-1] - 1) ** 0.5))
