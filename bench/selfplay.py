@@ -320,7 +320,7 @@ def parse_args() -> argparse.Namespace:
     except ValueError as error:
         parser.error(str(error))
     if args.spec.encoder != "agz":
-        parser.error(f"--preset {args.preset} is a KataGo net; pgx feeds 17 AlphaGo Zero planes")
+        parser.error(f"--preset {args.preset} is not an AlphaGo Zero net; pgx feeds its 17 planes")
     try:
         pgx_version = __import__("pgx").__version__
     except ImportError:

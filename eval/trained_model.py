@@ -8,7 +8,8 @@ nets through the same search, analysis and time control:
 
 * KataGo-architecture presets (``tiny``, ``b6c96``, ...) are trained on
   KataGo's version-8 features and evaluate exactly as a version-8 file;
-* AlphaGo Zero presets (``agz_*``) evaluate with ``version="agz"``
+* AlphaGo Zero presets (``agz_*``) evaluate with ``version="agz"`` and
+  AlphaGo presets (``alphago*``) with ``version="alphago"``
   (``gojax.evaluate``): policy and value only, and only on the board size
   they were trained on (their dense heads fix it), which ``board_sizes``
   tells the engine.
@@ -23,7 +24,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from gojax.evaluate import AGZ
 from gojax.nn import with_winograd_kernels
 
 __all__ = ["TrainedModel", "load_trained_model"]
@@ -39,13 +39,13 @@ class TrainedModel:
     name: str
     preset: str
     variables: dict[str, Any]  # {"params", "batch_stats"} (+ "winograd" on a CPU)
-    version: int | str  # KATAGO_VERSION or gojax.evaluate.AGZ
+    version: int | str  # KATAGO_VERSION, or gojax.evaluate.AGZ or ALPHAGO (the encoder's name)
     board_sizes: tuple[int, ...] | None  # None: any size the board supports (2..25)
     step: int
     opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
 
     def module(self, dtype: Any = jnp.float32):
-        """The flax module (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
+        """The flax module (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``)."""
         from train.model import ModelSpec, build
 
         spec = ModelSpec(
@@ -75,7 +75,7 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         # Device arrays (a jitted call copies numpy arguments in anew at every call) and, on
         # a CPU, the Winograd-transformed kernels the convolutions read (computed once).
         variables=with_winograd_kernels(module, jax.device_put(run.variables)),
-        version=KATAGO_VERSION if spec.is_katago else AGZ,
+        version=KATAGO_VERSION if spec.is_katago else spec.encoder,
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,
         opponent_policy=spec.opponent_policy,

@@ -13,6 +13,7 @@ from gojax._xla_flags import prefer_eigen_convolutions
 
 prefer_eigen_convolutions()  # before JAX starts its CPU backend; see gojax/_xla_flags.py
 
+from gojax._alphago_features import ALPHAGO_PLANES, ALPHAGO_POLICY_PLANES, alphago_planes
 from gojax._board import (
     BLACK,
     EMPTY,
@@ -51,8 +52,11 @@ from gojax._symmetry import (
 
 __all__ = [
     "AGZ_PLANES",
+    "ALPHAGO_PLANES",
+    "ALPHAGO_POLICY_PLANES",
     "NUM_SYMMETRIES",
     "agz_planes",
+    "alphago_planes",
     "inverse_symmetry",
     "replay",
     "symmetric_point",

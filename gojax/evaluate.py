@@ -21,10 +21,11 @@ values, ownership), as KataGo does when it averages symmetries.
 
 AlphaGo Zero nets (``gojax.nn.AlphaGoZeroNet``, e.g. one trained by ``gojax
 train``) are evaluated with ``version="agz"``: 17 input planes, the policy
-and the tanh value. They have no score or ownership head, so ``white_lead``,
-``white_score_selfplay`` and ``score_stdev`` are 0, ``white_ownership`` is 0
-everywhere and ``no_result`` is 0; ``white_win`` is ``(1 + v) / 2`` for
-White's value ``v``.
+and the tanh value; AlphaGo's (``gojax.nn.AlphaGoNet``) with
+``version="alphago"``: its 49 feature planes. They have no score or ownership
+head, so ``white_lead``, ``white_score_selfplay`` and ``score_stdev`` are 0,
+``white_ownership`` is 0 everywhere and ``no_result`` is 0; ``white_win`` is
+``(1 + v) / 2`` for White's value ``v``.
 
 Everything is jittable; ``net``, ``version`` and ``symmetry`` are static:
 
@@ -42,6 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from gojax._alphago_features import alphago_planes
 from gojax._board import GoState, legal_moves
 from gojax._features import agz_planes
 from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, transform_board, transform_planes
@@ -51,6 +53,9 @@ from gojax.nn import KataGoNet, apply_in_chunks, default_chunk
 
 SYMMETRY_MODES = ("random", "average")
 AGZ = "agz"  # the ``version`` of AlphaGo Zero nets
+ALPHAGO = "alphago"  # the ``version`` of AlphaGo's nets
+# Nets on input planes of one state (no KataGo features), by ``version``.
+_PLANES = {AGZ: agz_planes, ALPHAGO: alphago_planes}
 
 # Outputs that are maps over the board and must be mapped back through the symmetry.
 _BOARD_OUTPUTS = ("policy_logits", "ownership")
@@ -129,11 +134,17 @@ def _postprocess(
     return out
 
 
-def _agz_outputs(
-    net: Any, variables: Any, states: GoState, legal: jax.Array, symmetries: jax.Array
+def _planes_outputs(
+    net: Any,
+    variables: Any,
+    states: GoState,
+    legal: jax.Array,
+    symmetries: jax.Array,
+    version: str,
 ) -> dict[str, jax.Array]:
-    """An AlphaGo Zero net's outputs in ``evaluate``'s format (see the module docstring)."""
-    planes = jax.vmap(agz_planes)(states)
+    """An AlphaGo Zero or AlphaGo net's outputs in ``evaluate``'s format (see the module
+    docstring)."""
+    planes = jax.vmap(_PLANES[version])(states)
     raw = net.apply(variables, jax.vmap(transform_planes)(planes, symmetries), train=False)
     logits = raw["policy_logits"].astype(jnp.float32)
     board = jax.vmap(transform_board)(logits[:, :-1], inverse_symmetry(symmetries))
@@ -158,8 +169,8 @@ def _agz_outputs(
 
 def _outputs(net, variables, states, spatial, global_features, legal, syms, version):
     """Post-processed outputs of ``[B]`` positions under per-position symmetries ``syms``."""
-    if version == AGZ:
-        return _agz_outputs(net, variables, states, legal, syms)
+    if version in _PLANES:
+        return _planes_outputs(net, variables, states, legal, syms, version)
     raw = _apply_net(net, variables, spatial, global_features, syms)
     return _postprocess(raw, states, legal, version)
 
@@ -180,8 +191,8 @@ def evaluate(
       net: a ``KataGoNet`` (for a loaded file, ``model.module()``).
       variables: its ``{"params", "batch_stats"}``.
       states: ``[B]`` stacked states of one board size and rule preset.
-      version: KataGo model version of the net (8, 9 or 10), or ``"agz"`` for
-        an AlphaGo Zero net; static.
+      version: KataGo model version of the net (8, 9 or 10), ``"agz"`` for
+        an AlphaGo Zero net or ``"alphago"`` for an AlphaGo net; static.
       symmetry: 0..7, ``"random"`` (needs ``key``) or ``"average"``, static.
       key: PRNG key for ``symmetry="random"``.
       symmetries: optional ``[B]`` int, one symmetry per position (may be
@@ -189,7 +200,7 @@ def evaluate(
     """
     symmetry = check_symmetry(symmetry)
     batch = states.to_play.shape[0]
-    if version == AGZ:  # no KataGo features to compute
+    if version in _PLANES:  # no KataGo features to compute
         spatial = global_features = jnp.zeros((batch, 0), jnp.float32)
     else:
         spatial, global_features = batch_inputs(states)

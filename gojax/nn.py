@@ -47,6 +47,12 @@ game of Go without human knowledge", Methods): 17 input planes, a 3x3 conv
 tower of residual blocks with BN, a 2-filter policy head and a 1-filter value
 head. It returns ``policy_logits [B, N*N+1]`` and ``value [B]`` in [-1, 1].
 
+**AlphaGoNet** is AlphaGo's pair of networks (Silver et al. 2016, "Mastering
+the game of Go with deep neural networks and tree search", Methods): a 13-layer
+convolutional policy net on 48 hand-made feature planes and a value net of the
+same convolutions plus the colour plane, run side by side behind the same
+interface (``policy_logits``, ``value``).
+
 **CPU convolutions.** On a CPU the 3x3 convolutions run as Winograd F(4x4, 3x3)
 in a native kernel (``gojax.winograd``: 3.6x fewer multiply-adds on 19x19, as
 KataGo's own CPU backend), with XLA's convolution elsewhere and for gradients.
@@ -56,7 +62,8 @@ Inference that reuses one set of weights should call
 
 Presets are ``functools.partial`` constructors in ``PRESETS``; their
 docstrings give parameter counts (``params`` only, BN statistics excluded;
-AlphaGo Zero counts at 19x19, since its dense layers depend on board size).
+AlphaGo Zero and AlphaGo counts at 19x19, since their dense layers and per-point
+biases depend on board size).
 """
 
 from __future__ import annotations
@@ -533,6 +540,82 @@ class AlphaGoZeroNet(nn.Module):
         return {"policy_logits": policy.astype(jnp.float32), "value": value.astype(jnp.float32)}
 
 
+class _ConvTower(nn.Module):
+    """AlphaGo's convolutional layers: a 5x5 convolution, then ``num_layers - 1`` 3x3 ones,
+    ``filters`` each, with biases and ReLU, no normalisation. ``[B, N, N, C] -> [B, N, N, F]``."""
+
+    filters: int
+    num_layers: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for i in range(self.num_layers):
+            if i == 0:
+                conv = _InputConv(self.filters, 5, self.dtype, name="conv1")
+            else:
+                conv = _SameConv(self.filters, 3, self.dtype, name=f"conv{i + 1}")
+            bias = self.param(f"bias{i + 1}", nn.initializers.zeros, (self.filters,), jnp.float32)
+            x = nn.relu(conv(x) + bias.astype(self.dtype))
+        return x
+
+
+class AlphaGoNet(nn.Module):
+    """AlphaGo's policy and value networks (Silver et al. 2016, Methods), side by side.
+
+    Input ``planes [B, N, N, 49]`` (``gojax.alphago_planes``). Returns float32
+    ``policy_logits [B, N*N+1]`` (pass last) and ``value [B]`` in [-1, 1] for the
+    side to move, from two networks that share nothing:
+
+    * policy: the first 48 planes; a 5x5 convolution and ``num_layers - 2`` 3x3
+      ones (``filters`` each, ReLU), then a 1x1 convolution to one filter with a
+      bias of its own at every point. The paper's net has no pass output; here
+      pass gets one logit, linear in the last hidden layer's mean over the board.
+    * value: all 49 planes; the same convolutions, a 1x1 convolution to one
+      filter (ReLU), a dense layer of ``value_hidden`` (ReLU), one tanh unit.
+
+    The paper's nets: ``num_layers=13`` and ``filters=192`` (the match version;
+    it also tried 128, 256 and 384). No batch norm. The per-point biases and the
+    dense layer fix ``N`` at ``init``.
+
+    ``stones_only`` is an ablation of the hand-made features: the net zeroes
+    planes 4-47 and sees the stones, the ones plane and the colour (the same
+    parameters, so the same size).
+    """
+
+    filters: int = 192
+    num_layers: int = 13
+    value_hidden: int = 256
+    num_planes: int = 49
+    stones_only: bool = False
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, planes: jax.Array, train: bool = False) -> dict[str, jax.Array]:
+        del train  # nothing behaves differently in training: no BN, no dropout
+        if planes.shape[-1] != self.num_planes:
+            raise ValueError(f"expected {self.num_planes} input planes, got {planes.shape[-1]}")
+        b, n, m, _ = planes.shape
+        planes = planes.astype(self.dtype)
+        if self.stones_only:
+            planes = planes * (jnp.arange(self.num_planes) < 4).at[48].set(True)
+        hidden = self.num_layers - 1
+
+        p = _ConvTower(self.filters, hidden, self.dtype, name="policy")(planes[..., :48])
+        board = nn.Dense(1, use_bias=False, dtype=self.dtype, name="policy_out")(p)
+        point_bias = self.param("policy_bias", nn.initializers.zeros, (n * m,), jnp.float32)
+        board = board.reshape(b, n * m).astype(jnp.float32) + point_bias
+        pass_logit = nn.Dense(1, dtype=self.dtype, name="policy_pass")(p.mean(axis=(1, 2)))
+        policy = jnp.concatenate([board, pass_logit.astype(jnp.float32)], axis=-1)
+
+        v = _ConvTower(self.filters, hidden, self.dtype, name="value")(planes)
+        v = nn.relu(nn.Dense(1, dtype=self.dtype, name="value_conv")(v))
+        v = nn.Dense(self.value_hidden, dtype=self.dtype, name="value_fc")(v.reshape(b, -1))
+        v = nn.relu(v)
+        value = jnp.tanh(nn.Dense(1, dtype=self.dtype, name="value_out")(v))[:, 0]
+        return {"policy_logits": policy, "value": value.astype(jnp.float32)}
+
+
 def g170_blocks(num_blocks: int) -> tuple[str, ...]:
     """Block kinds for a g170-style trunk: every third block, from the third, is gpool.
 
@@ -603,6 +686,27 @@ def _agz_preset(
 agz_b20c256 = _agz_preset("agz_b20c256", 19, 256, 22_827_877)
 agz_tiny = _agz_preset("agz_tiny", 2, 16, 366_533)
 
+
+def _alphago_preset(
+    name: str, filters: int, num_layers: int, params: int, stones_only: bool = False
+) -> Callable[..., AlphaGoNet]:
+    """A ``functools.partial(AlphaGoNet, ...)`` with a docstring giving its size."""
+    ctor = functools.partial(
+        AlphaGoNet, filters=filters, num_layers=num_layers, stones_only=stones_only
+    )
+    inputs = "the stones only" if stones_only else "all features"
+    ctor.__doc__ = (
+        f"AlphaGoNet {name}: policy and value nets of {num_layers} layers, {filters} filters, "
+        f"{inputs}; {params:,} parameters at 19x19."
+    )
+    return ctor
+
+
+# The match version of AlphaGo's networks (k = 192 filters).
+alphago = _alphago_preset("alphago", 192, 13, 7_863_148)
+alphago_tiny = _alphago_preset("alphago_tiny", 16, 4, 141_452)
+alphago_tiny_stones = _alphago_preset("alphago_tiny_stones", 16, 4, 141_452, stones_only=True)
+
 PRESETS: dict[str, Callable[..., nn.Module]] = {
     "tiny": tiny,
     "b6c96": b6c96,
@@ -614,6 +718,9 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
     "b60c320": b60c320,
     "agz_tiny": agz_tiny,
     "agz_b20c256": agz_b20c256,
+    "alphago": alphago,
+    "alphago_tiny": alphago_tiny,
+    "alphago_tiny_stones": alphago_tiny_stones,
 }
 
 
@@ -689,6 +796,8 @@ def with_winograd_kernels(module: nn.Module, variables: Any) -> Any:
     if isinstance(module, AlphaGoZeroNet):
         # Its dense layers fix the board size: read it off the policy layer.
         n = int(round((base["params"]["policy_fc"]["kernel"].shape[-1] - 1) ** 0.5))
+    elif isinstance(module, AlphaGoNet):  # so do its per-point policy biases
+        n = int(round(base["params"]["policy_bias"].shape[0] ** 0.5))
     # Enough positions for the convolutions to take the Winograd path.
     inputs = example_inputs(module, -(-winograd.MIN_POINTS // (n * n)), n)
     prepare = jax.jit(functools.partial(module.apply, train=False, mutable=[WINOGRAD]))
@@ -702,7 +811,7 @@ def example_inputs(module: nn.Module, batch: int = 1, size: int = 19) -> tuple[j
         cfg = module.config
         spatial = jnp.zeros((batch, size, size, cfg.num_spatial), jnp.float32).at[..., 0].set(1.0)
         return spatial, jnp.zeros((batch, cfg.num_global), jnp.float32)
-    if isinstance(module, AlphaGoZeroNet):
+    if isinstance(module, AlphaGoZeroNet | AlphaGoNet):
         return (jnp.zeros((batch, size, size, module.num_planes), jnp.float32),)
     raise TypeError(f"no example inputs for {type(module).__name__}")
 

@@ -384,6 +384,9 @@ PRESET_PARAMS = {
     "b60c320": 106_705_799,
     "agz_tiny": 366_533,
     "agz_b20c256": 22_827_877,
+    "alphago": 7_863_148,
+    "alphago_tiny": 141_452,
+    "alphago_tiny_stones": 141_452,
 }
 
 

@@ -60,6 +60,7 @@ from train.selfplay import (
     PER_GAME_FIELDS,
     SelfPlayConfig,
     agz_encode,
+    alphago_encode,
     play_games,
     trajectories_to_sgf,
 )
@@ -324,10 +325,18 @@ def _evaluator_fn(spec: model_lib.ModelSpec):
     return functools.partial(model_lib.evaluator, spec, model_lib.build(spec))
 
 
+def replay_encoder(spec: model_lib.ModelSpec) -> Callable:
+    """How positions are stored for a ``spec`` net: ``[B]`` states -> its inputs
+    (uint8 planes, or KataGo's features as a dict)."""
+    if spec.is_katago:
+        return _katago_encode
+    return {"agz": agz_encode, "alphago": alphago_encode}[spec.encoder]
+
+
 def selfplay_functions(spec: model_lib.ModelSpec) -> tuple[Callable, Callable]:
     """The static ``(evaluator_fn, encode_fn)`` that ``train.selfplay.play_games`` plays a
     ``spec`` net's games with, as the training loop does (the same objects every call)."""
-    return _evaluator_fn(spec), (_katago_encode if spec.is_katago else agz_encode)
+    return _evaluator_fn(spec), replay_encoder(spec)
 
 
 @functools.cache

@@ -1,10 +1,10 @@
-"""One interface over the two net families: build, encode, initialise, run, evaluate.
+"""One interface over the net families: build, encode, initialise, run, evaluate.
 
 A :class:`ModelSpec` names a preset of ``gojax.nn.PRESETS`` and its input
 encoder. Everything the learner and self-play need goes through here, so that
-neither cares whether the net is AlphaGo Zero's (17 planes, tanh value) or
-KataGo's (22 spatial + 19 global features; win/loss/noResult logits, score,
-ownership)::
+neither cares whether the net is AlphaGo Zero's (17 planes, tanh value),
+AlphaGo's (48 + 1 feature planes, tanh value) or KataGo's (22 spatial + 19
+global features; win/loss/noResult logits, score, ownership)::
 
     spec = ModelSpec("tiny")
     module = build(spec)
@@ -24,12 +24,16 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from gojax._alphago_features import alphago_planes
 from gojax._board import GoState
 from gojax._features import agz_planes
 from gojax.evaluate import batch_inputs
-from gojax.nn import PRESETS, AlphaGoZeroNet, KataGoNet, example_inputs
+from gojax.nn import PRESETS, AlphaGoNet, AlphaGoZeroNet, KataGoNet, example_inputs
 
-ENCODERS = ("agz", "katago")
+# The input encoding of each net class: planes functions of one state, or KataGo's features.
+PLANES = {"agz": agz_planes, "alphago": alphago_planes}
+_ENCODER_OF = {AlphaGoZeroNet: "agz", AlphaGoNet: "alphago", KataGoNet: "katago"}
+ENCODERS = ("agz", "alphago", "katago")
 DTYPES = ("float32", "bfloat16", "float16")
 
 # KataGo's score head is in units of 20 points; index 2 is the lead.
@@ -45,7 +49,8 @@ class ModelSpec:
 
     Attributes:
       preset: a key of ``gojax.nn.PRESETS`` (``"tiny"``, ``"b6c96"``, ``"agz_tiny"``, ...).
-      encoder: ``"agz"`` (``gojax.agz_planes``, for ``AlphaGoZeroNet``) or ``"katago"``
+      encoder: ``"agz"`` (``gojax.agz_planes``, for ``AlphaGoZeroNet``), ``"alphago"``
+        (``gojax.alphago_planes``, for ``AlphaGoNet``) or ``"katago"``
         (``gojax.evaluate.batch_inputs``, for ``KataGoNet``); ``None`` picks the one the
         preset's net takes.
       dtype: compute dtype name; parameters stay float32 whatever it is.
@@ -65,7 +70,7 @@ class ModelSpec:
             raise ValueError(f"unknown preset {self.preset!r}; known: {sorted(PRESETS)}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, not {self.dtype!r}")
-        natural = "agz" if _is_agz(self.preset) else "katago"
+        natural = _natural_encoder(self.preset)
         if self.encoder is None:
             object.__setattr__(self, "encoder", natural)
         elif self.encoder not in ENCODERS:
@@ -93,15 +98,15 @@ def spec_from_config(model: Any) -> ModelSpec:
     )
 
 
-def _is_agz(preset: str) -> bool:
+def _natural_encoder(preset: str) -> str:
     ctor = PRESETS[preset]
-    return getattr(ctor, "func", ctor) is AlphaGoZeroNet
+    return _ENCODER_OF[getattr(ctor, "func", ctor)]
 
 
 def build(spec: ModelSpec) -> nn.Module:
-    """The flax module of ``spec`` (a ``KataGoNet`` or an ``AlphaGoZeroNet``)."""
+    """The flax module of ``spec`` (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``)."""
     module = PRESETS[spec.preset](dtype=jnp.dtype(spec.dtype))
-    assert isinstance(module, KataGoNet | AlphaGoZeroNet)
+    assert isinstance(module, KataGoNet | AlphaGoZeroNet | AlphaGoNet)
     if spec.opponent_policy:
         module = module.clone(config=dataclasses.replace(module.config, policy_outputs=2))
     return module
@@ -110,13 +115,13 @@ def build(spec: ModelSpec) -> nn.Module:
 def encode(spec: ModelSpec, states: GoState) -> tuple[jax.Array, ...]:
     """Net inputs of ``[B]`` states, as a tuple of positional arguments.
 
-    ``agz``: ``(planes [B, N, N, 17],)``; ``katago``: ``(spatial [B, N, N, 22],
-    global [B, 19])``. All float32.
+    ``agz``: ``(planes [B, N, N, 17],)``; ``alphago``: ``(planes [B, N, N, 49],)``;
+    ``katago``: ``(spatial [B, N, N, 22], global [B, 19])``. All float32.
     """
     if spec.is_katago:
         spatial, global_features = batch_inputs(states)
         return spatial.astype(jnp.float32), global_features.astype(jnp.float32)
-    return (jax.vmap(agz_planes)(states).astype(jnp.float32),)
+    return (jax.vmap(PLANES[spec.encoder])(states).astype(jnp.float32),)
 
 
 def dummy_inputs(spec: ModelSpec, batch: int, size: int) -> tuple[jax.Array, ...]:
@@ -125,7 +130,8 @@ def dummy_inputs(spec: ModelSpec, batch: int, size: int) -> tuple[jax.Array, ...
 
 
 def init_variables(spec: ModelSpec, key: jax.Array, size: int) -> dict[str, Any]:
-    """``{"params", "batch_stats"}`` for ``size x size`` boards (AGZ's dense layers fix it)."""
+    """``{"params", "batch_stats"}`` for ``size x size`` boards (the dense layers of AlphaGo
+    Zero's and AlphaGo's nets fix it); ``batch_stats`` is empty for nets without BN."""
     module = build(spec)
     variables = module.init(key, *dummy_inputs(spec, 1, size), train=False)
     return {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}
@@ -165,7 +171,7 @@ def forward(
     else:
         out["value"] = raw["value"]
     if updates is not None:
-        out["batch_stats"] = updates["batch_stats"]
+        out["batch_stats"] = updates.get("batch_stats", {})
     return out
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "SelfPlayConfig",
     "Trajectories",
     "agz_encode",
+    "alphago_encode",
     "ownership",
     "play_games",
     "selfplay_devices",
@@ -189,6 +190,11 @@ PER_GAME_FIELDS = frozenset(
 def agz_encode(states: gojax.GoState, dtype=jnp.uint8) -> jax.Array:
     """``[B, N, N, 17]`` AlphaGo Zero planes (0/1, stored compactly as uint8 by default)."""
     return jax.vmap(functools.partial(gojax.agz_planes, dtype=dtype))(states)
+
+
+def alphago_encode(states: gojax.GoState, dtype=jnp.uint8) -> jax.Array:
+    """``[B, N, N, 49]`` AlphaGo feature planes (0/1, stored compactly as uint8 by default)."""
+    return jax.vmap(functools.partial(gojax.alphago_planes, dtype=dtype))(states)
 
 
 def ownership(board: jax.Array, size: int) -> jax.Array:

@@ -60,15 +60,14 @@ from train.learner import (
 )
 from train.loop import (
     _check_resumable,
-    _katago_encode,
     _Metrics,
     _saved_config,
     _to_learner_batch,
     _train_step,
     config_to_json,
     learner_config,
+    replay_encoder,
 )
-from train.selfplay import agz_encode
 
 __all__ = ["default_sl_config", "game_examples", "sgf_files", "SGFStream", "train_sl"]
 
@@ -406,7 +405,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     lconfig = learner_config(config)
     mesh = make_mesh(lconfig)
     step_fn = _train_step(spec, lconfig, mesh)
-    encode_fn = _katago_encode if spec.is_katago else agz_encode
+    encode_fn = replay_encoder(spec)
     config_json = config_to_json(config)
     key_init, key_sample = jax.random.split(jax.random.PRNGKey(config.seed))
 
