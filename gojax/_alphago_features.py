@@ -92,7 +92,7 @@ def _turns_since(state: GoState, stones: jax.Array) -> jax.Array:
     return jnp.where(stones, since, 0)
 
 
-def _true_eyes(board: jax.Array, pla: jax.Array, size: int) -> jax.Array:
+def true_eyes(board: jax.Array, pla: jax.Array, size: int) -> jax.Array:
     """``[P]`` bool: empty points that are pla's eyes (see the module docstring)."""
     padded = jnp.append(board, jnp.int8(_OFF_BOARD))
     orthogonal = padded[neighbor_table(size)]
@@ -179,7 +179,7 @@ def alphago_planes(state: GoState, dtype=jnp.float32) -> jax.Array:
     escapes = jnp.zeros(p, bool).at[points].max(escaped_search)
     escapes = escapes | (legal & moves.atari_liberty & (moves.liberties >= 3))
 
-    sensible = legal & ~_true_eyes(board, pla, size)
+    sensible = legal & ~true_eyes(board, pla, size)
     self_atari = legal & (moves.liberties <= 1)
     ones = jnp.ones((p, 1), bool)
     planes = jnp.concatenate(

@@ -392,10 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_gtp(commands)
     from train.cli import register as register_train
-    from train.cli import register_sl
+    from train.cli import register_pg, register_sl
 
     register_train(commands)
     register_sl(commands)
+    register_pg(commands)
     from train.export import register as register_export
 
     register_export(commands)

@@ -578,16 +578,17 @@ class AlphaGoNet(nn.Module):
     it also tried 128, 256 and 384). No batch norm. The per-point biases and the
     dense layer fix ``N`` at ``init``.
 
-    ``stones_only`` is an ablation of the hand-made features: the net zeroes
-    planes 4-47 and sees the stones, the ones plane and the colour (the same
-    parameters, so the same size).
+    ``raw_inputs`` ablates the hand-made features as the paper did: the net
+    zeroes planes 12-47 and sees only the board, the move history (turns since)
+    and the colour, the same parameters (the paper: 57.0% of expert moves
+    predicted with every feature, 55.7% with these).
     """
 
     filters: int = 192
     num_layers: int = 13
     value_hidden: int = 256
     num_planes: int = 49
-    stones_only: bool = False
+    raw_inputs: bool = False
     dtype: Any = jnp.float32
 
     @nn.compact
@@ -597,8 +598,8 @@ class AlphaGoNet(nn.Module):
             raise ValueError(f"expected {self.num_planes} input planes, got {planes.shape[-1]}")
         b, n, m, _ = planes.shape
         planes = planes.astype(self.dtype)
-        if self.stones_only:
-            planes = planes * (jnp.arange(self.num_planes) < 4).at[48].set(True)
+        if self.raw_inputs:  # planes 0-11 (stones, ones, turns since) and the colour
+            planes = planes * (jnp.arange(self.num_planes) < 12).at[48].set(True)
         hidden = self.num_layers - 1
 
         p = _ConvTower(self.filters, hidden, self.dtype, name="policy")(planes[..., :48])
@@ -688,13 +689,13 @@ agz_tiny = _agz_preset("agz_tiny", 2, 16, 366_533)
 
 
 def _alphago_preset(
-    name: str, filters: int, num_layers: int, params: int, stones_only: bool = False
+    name: str, filters: int, num_layers: int, params: int, raw_inputs: bool = False
 ) -> Callable[..., AlphaGoNet]:
     """A ``functools.partial(AlphaGoNet, ...)`` with a docstring giving its size."""
     ctor = functools.partial(
-        AlphaGoNet, filters=filters, num_layers=num_layers, stones_only=stones_only
+        AlphaGoNet, filters=filters, num_layers=num_layers, raw_inputs=raw_inputs
     )
-    inputs = "the stones only" if stones_only else "all features"
+    inputs = "board and move history only" if raw_inputs else "all features"
     ctor.__doc__ = (
         f"AlphaGoNet {name}: policy and value nets of {num_layers} layers, {filters} filters, "
         f"{inputs}; {params:,} parameters at 19x19."
@@ -705,7 +706,7 @@ def _alphago_preset(
 # The match version of AlphaGo's networks (k = 192 filters).
 alphago = _alphago_preset("alphago", 192, 13, 7_863_148)
 alphago_tiny = _alphago_preset("alphago_tiny", 16, 4, 141_452)
-alphago_tiny_stones = _alphago_preset("alphago_tiny_stones", 16, 4, 141_452, stones_only=True)
+alphago_tiny_raw = _alphago_preset("alphago_tiny_raw", 16, 4, 141_452, raw_inputs=True)
 
 PRESETS: dict[str, Callable[..., nn.Module]] = {
     "tiny": tiny,
@@ -720,7 +721,7 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
     "agz_b20c256": agz_b20c256,
     "alphago": alphago,
     "alphago_tiny": alphago_tiny,
-    "alphago_tiny_stones": alphago_tiny_stones,
+    "alphago_tiny_raw": alphago_tiny_raw,
 }
 
 

@@ -206,18 +206,19 @@ def test_alphago_net_shapes_parameters_and_the_colour_plane():
         module.apply(variables, jnp.zeros((1, 9, 9, 17)))
 
 
-def test_stones_only_ablation_sees_no_hand_made_feature():
-    spec = model_lib.ModelSpec("alphago_tiny_stones")
+def test_raw_inputs_ablation_sees_no_hand_made_feature():
+    spec = model_lib.ModelSpec("alphago_tiny_raw")
     module = model_lib.build(spec)
     variables = model_lib.init_variables(spec, jax.random.PRNGKey(0), size=5)
     variables = jax.tree.map(
         lambda x: x + 0.1 * jax.random.normal(jax.random.PRNGKey(1), x.shape), variables
     )
     planes = jax.random.bernoulli(jax.random.PRNGKey(2), 0.5, (2, 5, 5, 49)).astype(jnp.float32)
-    noise = jax.random.bernoulli(jax.random.PRNGKey(3), 0.5, (2, 5, 5, 44)).astype(jnp.float32)
+    noise = jax.random.bernoulli(jax.random.PRNGKey(3), 0.5, (2, 5, 5, 36)).astype(jnp.float32)
     out = module.apply(variables, planes)
-    same = module.apply(variables, planes.at[..., 4:48].set(noise))
+    same = module.apply(variables, planes.at[..., 12:48].set(noise))
     np.testing.assert_array_equal(same["policy_logits"], out["policy_logits"])
     np.testing.assert_array_equal(same["value"], out["value"])
-    other = module.apply(variables, planes.at[..., :4].set(1.0 - planes[..., :4]))
-    assert np.any(np.asarray(other["policy_logits"]) != np.asarray(out["policy_logits"]))
+    for seen in (slice(0, 3), slice(4, 12)):  # the stones, the turns since
+        other = module.apply(variables, planes.at[..., seen].set(1.0 - planes[..., seen]))
+        assert np.any(np.asarray(other["policy_logits"]) != np.asarray(out["policy_logits"]))

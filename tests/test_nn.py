@@ -386,7 +386,7 @@ PRESET_PARAMS = {
     "agz_b20c256": 22_827_877,
     "alphago": 7_863_148,
     "alphago_tiny": 141_452,
-    "alphago_tiny_stones": 141_452,
+    "alphago_tiny_raw": 141_452,
 }
 
 

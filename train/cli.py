@@ -145,3 +145,47 @@ def register_sl(commands) -> None:
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots")
     parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")
     parser.set_defaults(run=cmd_train_sl, overrides=[])
+
+
+# ----------------------------------------------------------------------------
+# gojax train-pg
+
+
+def cmd_train_pg(args) -> int:
+    from train.loop import apply_overrides, load_config
+    from train.policy_gradient import train_pg
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    if args.init:
+        config.init.workdir = args.init
+    summary = train_pg(config, args.workdir)
+    e = summary["eval"]
+    low, high = e["ci95"]
+    print(
+        f"against the starting policy: {e['wins']} wins, {e['draws']} draws in {e['games']} "
+        f"games, win rate {e['win_rate']:.3f} [{low:.3f}, {high:.3f}]",
+        file=sys.stderr,
+    )
+    print(
+        f"stopped at iteration {summary['step']} ({summary['stopped']}); pool of "
+        f"{summary['pool']} policies; workdir {args.workdir}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register_pg(commands) -> None:
+    """Add ``gojax train-pg`` to the subcommands of the ``gojax`` parser."""
+    parser = add_config_command(
+        commands,
+        "train-pg",
+        help="AlphaGo's RL policy stage: policy-gradient games against a pool of earlier "
+        "policies (resumes from the workdir)",
+        description="Trains a policy net by REINFORCE on games against its earlier selves, "
+        "starting from a train-sl run; overrides: --config.KEY=VALUE.",
+    )
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots")
+    parser.add_argument("--init", help="the run to start from (sets init.workdir)")
+    parser.set_defaults(run=cmd_train_pg, overrides=[])
