@@ -54,8 +54,8 @@ from gojax.nn import KataGoNet, apply_in_chunks, default_chunk
 SYMMETRY_MODES = ("random", "average")
 AGZ = "agz"  # the ``version`` of AlphaGo Zero nets
 ALPHAGO = "alphago"  # the ``version`` of AlphaGo's nets
-# Nets on input planes of one state (no KataGo features), by ``version``.
-_PLANES = {AGZ: agz_planes, ALPHAGO: alphago_planes}
+# Nets on input planes of one state (no KataGo features): the planes function by ``version``.
+PLANE_ENCODERS = {AGZ: agz_planes, ALPHAGO: alphago_planes}
 
 # Outputs that are maps over the board and must be mapped back through the symmetry.
 _BOARD_OUTPUTS = ("policy_logits", "ownership")
@@ -144,7 +144,7 @@ def _planes_outputs(
 ) -> dict[str, jax.Array]:
     """An AlphaGo Zero or AlphaGo net's outputs in ``evaluate``'s format (see the module
     docstring)."""
-    planes = jax.vmap(_PLANES[version])(states)
+    planes = jax.vmap(PLANE_ENCODERS[version])(states)
     raw = net.apply(variables, jax.vmap(transform_planes)(planes, symmetries), train=False)
     logits = raw["policy_logits"].astype(jnp.float32)
     board = jax.vmap(transform_board)(logits[:, :-1], inverse_symmetry(symmetries))
@@ -169,7 +169,7 @@ def _planes_outputs(
 
 def _outputs(net, variables, states, spatial, global_features, legal, syms, version):
     """Post-processed outputs of ``[B]`` positions under per-position symmetries ``syms``."""
-    if version in _PLANES:
+    if version in PLANE_ENCODERS:
         return _planes_outputs(net, variables, states, legal, syms, version)
     raw = _apply_net(net, variables, spatial, global_features, syms)
     return _postprocess(raw, states, legal, version)
@@ -200,7 +200,7 @@ def evaluate(
     """
     symmetry = check_symmetry(symmetry)
     batch = states.to_play.shape[0]
-    if version in _PLANES:  # no KataGo features to compute
+    if version in PLANE_ENCODERS:  # no KataGo features to compute
         spatial = global_features = jnp.zeros((batch, 0), jnp.float32)
     else:
         spatial, global_features = batch_inputs(states)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from eval.trained_model import load_trained_model
+from gojax import cli
 from train import model as model_lib
 from train.learner import LearnerConfig, create_train_state
 from train.loop import apply_overrides
@@ -51,6 +55,10 @@ def test_games_are_played_out_and_the_learners_moves_packed():
     assert planes.dtype == np.uint8 and planes.shape[1:] == (5, 5, 49)
     # Colour plane: Black to move exactly in the learner-as-Black games.
     np.testing.assert_array_equal(planes[:, 0, 0, 48] == 1, black[games])
+    # Results are the learner's: with a komi of 100 White wins every game.
+    white_wins = dataclasses.replace(game, komi=100.0)
+    _, results = make_play(SPEC, white_wins)(_variables(0), _variables(1), jax.random.PRNGKey(2))
+    np.testing.assert_array_equal(results["z"], np.where(black, -1.0, 1.0))
 
 
 def test_advantages_are_the_results_less_the_baseline():
@@ -143,3 +151,23 @@ def test_run_starts_from_a_run_resumes_and_plays_through_the_engine(tmp_path):
     bad.pg.baseline = "critic"
     with pytest.raises(ValueError, match="pg.baseline must be one of"):
         train_pg(bad, tmp_path / "d")
+
+
+def test_command_line_runs_and_names_bad_input(capsys, tmp_path):
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "pg_alphago_go9.py")
+    small = [
+        "--config.board.size=5",
+        "--config.pg.games=2",
+        "--config.train.total_steps=1",
+        "--config.train.eval_games=2",
+        "--config.train.progress=false",
+    ]
+    argv = ["train-pg", "--config", config, "--workdir", str(tmp_path / "run"), *small]
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "against the starting policy:" in err and "stopped at iteration 1" in err
+    fresh = [*argv[:4], str(tmp_path / "other"), *argv[5:]]
+    assert cli.main([*fresh, "--init", str(tmp_path / "nothing")]) == 2
+    assert "no checkpoints" in capsys.readouterr().err
+    assert cli.main([*argv, "--config.pg.baseline=critic"]) == 2
+    assert "pg.baseline must be one of" in capsys.readouterr().err

@@ -24,14 +24,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gojax._alphago_features import alphago_planes
 from gojax._board import GoState
-from gojax._features import agz_planes
-from gojax.evaluate import batch_inputs
+from gojax.evaluate import PLANE_ENCODERS, batch_inputs
 from gojax.nn import PRESETS, AlphaGoNet, AlphaGoZeroNet, KataGoNet, example_inputs
 
-# The input encoding of each net class: planes functions of one state, or KataGo's features.
-PLANES = {"agz": agz_planes, "alphago": alphago_planes}
+# The input encoding each net class takes (the planes encoders are gojax.evaluate's).
 _ENCODER_OF = {AlphaGoZeroNet: "agz", AlphaGoNet: "alphago", KataGoNet: "katago"}
 ENCODERS = ("agz", "alphago", "katago")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -121,7 +118,7 @@ def encode(spec: ModelSpec, states: GoState) -> tuple[jax.Array, ...]:
     if spec.is_katago:
         spatial, global_features = batch_inputs(states)
         return spatial.astype(jnp.float32), global_features.astype(jnp.float32)
-    return (jax.vmap(PLANES[spec.encoder])(states).astype(jnp.float32),)
+    return (jax.vmap(PLANE_ENCODERS[spec.encoder])(states).astype(jnp.float32),)
 
 
 def dummy_inputs(spec: ModelSpec, batch: int, size: int) -> tuple[jax.Array, ...]:
