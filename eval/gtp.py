@@ -656,6 +656,8 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 search=args.search,
                 gumbel_scale=args.gumbel_scale,
                 considered=args.gumbel_considered,
+                rollout_lambda=args.rollout_lambda,
+                rollouts=args.rollouts,
             )
         else:
             symmetry = "average" if args.symmetry is None else args.symmetry
@@ -686,7 +688,7 @@ def cmd_gtp(args: argparse.Namespace) -> int:
 def register(commands) -> None:
     """Add ``gtp`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
     from gojax._rules import RULE_PRESETS
-    from gojax.cli import _positive, _symmetry_arg
+    from gojax.cli import _fraction, _positive, _symmetry_arg
 
     gtp = commands.add_parser("gtp", help="play and analyse over GTP (Sabaki, Lizzie, GoGui)")
     gtp.add_argument("--model", help="a KataGo model file (.bin.gz)")
@@ -725,6 +727,16 @@ def register(commands) -> None:
         help="--search gumbel: root moves searched by sequential halving (default: a quarter "
         "of --visits, 2 to 16); with no more visits than this, each visit goes to a "
         "different root move",
+    )
+    gtp.add_argument(
+        "--rollout-lambda",
+        type=_fraction,
+        default=0.0,
+        help="--player search: value leaves as AlphaGo did, (1 - lambda) * network value + "
+        "lambda * mean of --rollouts random games (AlphaGo: 0.5; default 0: the network alone)",
+    )
+    gtp.add_argument(
+        "--rollouts", type=_positive, default=1, help="random games per leaf (--rollout-lambda)"
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

@@ -352,6 +352,12 @@ class SearchPlayer:
 
     Per-move score leads come from one network evaluation of the position
     after each listed move (batched with the root's, which gives ownership).
+
+    ``rollout_lambda`` > 0 values each leaf as AlphaGo did,
+    ``(1 - lambda) * v + lambda * z`` with ``z`` the mean of ``rollouts``
+    random games from it (``gojax.uct.mixed_evaluator``; AlphaGo: 0.5, one
+    rollout of its fast rollout policy, here uniform moves that keep their
+    own eyes).
     """
 
     def __init__(
@@ -366,12 +372,18 @@ class SearchPlayer:
         search: str = "puct",
         gumbel_scale: float = 0.0,
         considered: int | None = None,
+        rollout_lambda: float = 0.0,
+        rollouts: int = 1,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
 
         if search not in SEARCH_KINDS:
             raise ValueError(f"search must be one of {SEARCH_KINDS}, not {search!r}")
+        if not 0.0 <= rollout_lambda <= 1.0:
+            raise ValueError(f"rollout_lambda must be in [0, 1], not {rollout_lambda}")
+        if rollouts < 1:
+            raise ValueError(f"rollouts must be >= 1, not {rollouts}")
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
             kind=search,
@@ -383,14 +395,15 @@ class SearchPlayer:
             max_num_considered_actions=int(considered or auto_considered(visits)),
         )
         prefix = "search" if search == "puct" else f"{search} search"
+        mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
         self._setup(
             model,
-            name=f"{prefix}({model.name}, {visits} visits)",
+            name=f"{prefix}({model.name}, {visits} visits{mixed})",
             # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
             board_sizes=getattr(model, "board_sizes", None),
             symmetry=symmetry,
             config=config,
-            functions=_search_functions(model, symmetry),
+            functions=_search_functions(model, symmetry, float(rollout_lambda), int(rollouts)),
             max_listed=max_listed,
             time_factor=time_factor,
         )
@@ -616,17 +629,21 @@ def _uct_functions():
     return run_search, run_evaluate, jax.jit(reuse_subtree)
 
 
-def _search_functions(model: Any, symmetry: int | str):
+def _search_functions(model: Any, symmetry: int | str, rollout_lambda: float = 0.0, rollouts=1):
     """Jitted ``search(variables, states, key, config, tree, avoid)``, root-and-children evaluation
-    ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``."""
+    ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``.
+    ``rollout_lambda`` > 0 mixes random rollouts into the leaf values (AlphaGo)."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, reuse_subtree, search
+    from gojax.uct import mixed_evaluator
 
     net, version = model.module(), model.version
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):
         evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
+        if rollout_lambda:
+            evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts)
         return search(evaluator, states, key, config, tree, avoid)
 
     @jax.jit

@@ -311,6 +311,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return value
+
+
 def _non_negative(text: str) -> int:
     """An argparse type: an integer >= 0."""
     try:

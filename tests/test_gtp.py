@@ -782,3 +782,31 @@ def test_gojax_gtp_bad_model_exits_2(tmp_path):
         )
         assert done.returncode == 2
         assert len(done.stderr.strip().splitlines()) == 1 and "error" in done.stderr
+
+
+def test_search_with_alphagos_mixed_leaf_value():
+    """With a komi of 100 every random game is lost by Black: lambda 1 values every leaf
+    by rollouts alone (Black's win rate exactly 0), lambda 0 by the network alone (a random
+    net, not sure of anything); the flag reaches the player from the command line."""
+    import jax
+
+    from eval.players import SearchPlayer
+    from eval.trained_model import TrainedModel
+    from gojax.cli import build_parser
+    from train import model as model_lib
+
+    spec = model_lib.ModelSpec("alphago_tiny")
+    variables = model_lib.init_variables(spec, jax.random.PRNGKey(0), size=5)
+    model = TrainedModel("random", spec.preset, variables, "alphago", (5,), step=0)
+    state = gojax.new_game(5, komi=100.0, rules="chinese")
+    key = jax.random.PRNGKey(1)
+    rates = {}
+    for lam in (0.0, 1.0):
+        player = SearchPlayer(model, visits=8, rollout_lambda=lam, rollouts=2)
+        rates[lam] = player.analyze(state, visits=8, key=key).winrate
+    assert rates[1.0] == 0.0 and 0.2 < rates[0.0] < 0.8
+    assert "lambda 1 x 2 rollouts" in player.name
+    with pytest.raises(ValueError, match="rollout_lambda must be in"):
+        SearchPlayer(model, rollout_lambda=1.5)
+    args = build_parser().parse_args(["gtp", "--model", "x", "--rollout-lambda", "0.5"])
+    assert args.rollout_lambda == 0.5 and args.rollouts == 1
