@@ -142,9 +142,12 @@ class _Moves:
         new_chain = members(joined) | itself
         self.captured = members(taken)  # [P, P]
         empty_after = ((board == EMPTY)[None, :] & ~itself) | self.captured
-        next_to_chain = jnp.any(
-            jnp.pad(new_chain, ((0, 0), (0, 1)))[:, neighbours], axis=-1
-        )  # [P, P]: point q touches the new chain of candidate c
+        # [P, P]: point q touches the new chain of candidate c. Shifted grids, not a gather
+        # through the neighbour table: XLA's CPU gathers made this 4x slower.
+        grid = jnp.pad(new_chain.reshape(p, size, size), ((0, 0), (1, 1), (1, 1)))
+        next_to_chain = (
+            grid[:, :-2, 1:-1] | grid[:, 2:, 1:-1] | grid[:, 1:-1, :-2] | grid[:, 1:-1, 2:]
+        ).reshape(p, p)
         self.liberties = jnp.sum(empty_after & next_to_chain, axis=-1)
         self.atari_liberty = jnp.any(joined & (nb_libs == 1), axis=-1)
 

@@ -156,3 +156,15 @@ def test_accelerator_smoke_asks_xla_for_fast_compiles_unless_a_level_is_chosen()
     chosen = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
     assert not _fast_compiles_for_smoke(chosen)
     assert chosen["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
+
+
+def test_features_bench_times_every_encoder_against_katagos():
+    rows = run_bench("features.py", "--repeats", "1")["rows"]
+    assert [(r["size"], r["encoder"]) for r in rows] == [
+        (9, "agz"),
+        (9, "alphago"),
+        (9, "katago"),
+    ]
+    assert all(r["positions_per_s"] > 0 for r in rows)
+    katago = rows[-1]
+    assert katago["vs_katago"] == 1.0
