@@ -228,9 +228,9 @@ def _kernels_l2(params: Any) -> jax.Array:
 def make_update(spec: model_lib.ModelSpec, config: LearnerConfig, chunk: int, games: int):
     """A jitted ``update(state, moves, advantage) -> (state, metrics)``: one REINFORCE step.
 
-    ``moves`` as :func:`make_play` packs them (``M`` a multiple of ``chunk``
-    after :func:`_pad`), ``advantage [M]`` is ``z - b`` on valid moves and 0 on
-    padding. The loss is ``-sum(advantage * log p(action)) / games +
+    ``moves`` as :func:`make_play` packs them (the last of the chunks may be
+    shorter), ``advantage [M]`` is ``z - b`` on valid moves (padding rows count
+    for nothing). The loss is ``-sum(advantage * log p(action)) / games +
     l2 * sum(w^2)``, ``p`` the policy over the moves that were allowed.
     ``state`` is donated.
     """
@@ -281,16 +281,6 @@ def make_update(spec: model_lib.ModelSpec, config: LearnerConfig, chunk: int, ga
         return state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}
 
     return update
-
-
-def _pad(moves: dict, chunk: int) -> dict:
-    """``moves`` padded (invalid rows) to a multiple of ``chunk`` positions."""
-    m = moves["valid"].shape[0]
-    extra = -m % chunk
-    if not extra:
-        return moves
-    pad = lambda x: jnp.concatenate([x, jnp.zeros((extra,) + x.shape[1:], x.dtype)])
-    return jax.tree.map(pad, moves)
 
 
 def advantages(moves: dict, z: jax.Array, baseline: str) -> jax.Array:
@@ -421,17 +411,15 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         current = {"params": state.params, "batch_stats": state.batch_stats}
         _, results = play_eval(current, initial, jax.random.fold_in(key_eval, step))
         z = np.asarray(results["z"])
-        n = z.size
-        wins, draws = int(np.sum(z > 0)), int(np.sum(z == 0))
-        points = wins + 0.5 * draws
+        n, rate = z.size, _win_rate(z)
         out = {
             "step": step,
             "opponent": "the starting policy",
             "games": n,
-            "wins": wins,
-            "draws": draws,
-            "win_rate": points / n,
-            "ci95": list(wilson_interval(points, n)),
+            "wins": int(np.sum(z > 0)),
+            "draws": int(np.sum(z == 0)),
+            "win_rate": rate,
+            "ci95": list(wilson_interval(rate * n, n)),
         }
         write_atomic(workdir / "eval.json", json.dumps(out, indent=2) + "\n")
         return out
@@ -454,7 +442,6 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
             current = {"params": state.params, "batch_stats": state.batch_stats}
             play_start = time.perf_counter()
             moves, results = play(current, opponent, jax.random.fold_in(key, step))
-            moves = _pad(moves, p.chunk)
             advantage = advantages(moves, results["z"], p.baseline)
             state, metrics = update(state, moves, advantage)
             step += 1
