@@ -3,11 +3,12 @@
     python bench/features.py            # 9x9 and 19x19, 64 positions a call (~1 min, 2 cores)
     python bench/features.py --smoke    # 9x9, 8 positions, a smoke run
 
-Positions come from random games that keep their own eyes (half the board's
-points played). Each encoder is the one the learner and self-play use
-(``train.model.encode``): AlphaGo Zero's 17 planes, AlphaGo's 48 + 1 planes
-(with their ladder searches) and KataGo's 22 + 19 features (with theirs);
-the ratio column is against KataGo's features, timed in the same run.
+Positions come from random games (``bench/net.py``'s: legal moves, no pass
+while a move exists), half the board's points played. Each encoder is the one
+the learner and self-play use (``train.model.encode``): AlphaGo Zero's 17
+planes, AlphaGo's 48 + 1 planes (with their ladder searches) and KataGo's
+22 + 19 features (with theirs); the ratio column is against KataGo's
+features, timed in the same run.
 """
 
 from __future__ import annotations
@@ -21,34 +22,18 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 
-import gojax  # noqa: E402
 from bench._timing import best_times, cpu_name  # noqa: E402
-from gojax._moves import sensible_moves  # noqa: E402
-from gojax._random_play import random_action  # noqa: E402
+from bench.net import random_positions  # noqa: E402
 from train import model as model_lib  # noqa: E402
 
 ENCODERS = (("agz", "agz_tiny"), ("alphago", "alphago_tiny"), ("katago", "tiny"))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def positions(size: int, count: int, key: jax.Array) -> gojax.GoState:
-    """``[count]`` positions of random games, ``size * size // 2`` moves in."""
-
-    def step(states, key):
-        legal = jax.vmap(sensible_moves)(states)
-        actions = jax.vmap(random_action)(jax.random.split(key, count), legal)
-        return jax.vmap(gojax.play)(states, actions), None
-
-    start = jax.vmap(lambda _: gojax.new_game(size, rules="chinese"))(jnp.arange(count))
-    return jax.lax.scan(step, start, jax.random.split(key, size * size // 2))[0]
-
-
 def run(sizes, count: int, repeats: int) -> list[dict]:
     rows = []
     for size in sizes:
-        states = positions(size, count, jax.random.PRNGKey(size))
+        states = random_positions(size, count, size * size // 2, seed=size)
         calls = {}
         for encoder, preset in ENCODERS:
             spec = model_lib.ModelSpec(preset)
