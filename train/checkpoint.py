@@ -303,3 +303,32 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
     state = out["state"]
     variables = jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
     return RunVariables(step=step, config=config, variables=variables)
+
+
+def restore_matching_network(
+    workdir: str | os.PathLike, step: int | None, spec: Any, size: int, *, role: str
+) -> RunVariables:
+    """:func:`restore_variables`, after checking the run's net is ``spec``'s on ``size``.
+
+    ``role`` names the run in the error ("init run", "RL policy run"): a
+    ``ValueError`` says which preset and board size the run has and which
+    the config asks for.
+    """
+    import ml_collections
+
+    from train.model import spec_from_config
+
+    run = restore_variables(workdir, step)
+    theirs = spec_from_config(ml_collections.ConfigDict(run.config["model"]))
+    theirs_size = int(run.config["board"]["size"])
+    if (theirs.preset, theirs.opponent_policy, theirs_size) != (
+        spec.preset,
+        spec.opponent_policy,
+        size,
+    ):
+        raise ValueError(
+            f"{role} {workdir} (step {run.step}) is a {theirs.preset!r} net on "
+            f"{theirs_size}x{theirs_size}; this config uses {spec.preset!r} on "
+            f"{size}x{size}: set model.preset and board.size to match"
+        )
+    return run

@@ -189,3 +189,58 @@ def register_pg(commands) -> None:
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics, plots")
     parser.add_argument("--init", help="the run to start from (sets init.workdir)")
     parser.set_defaults(run=cmd_train_pg, overrides=[])
+
+
+# ----------------------------------------------------------------------------
+# gojax train-value
+
+
+def cmd_train_value(args) -> int:
+    from train.loop import apply_overrides, load_config
+    from train.value_network import train_value
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    if args.init:
+        config.init.workdir = args.init
+    if args.rl:
+        config.players.rl_workdir = args.rl
+    summary = train_value(config, args.workdir)
+    mse = summary["eval"]["mse"]
+    print(
+        f"held-out MSE on {summary['holdout']} positions: value net {mse['value']:.3f} "
+        f"(start {mse['start']:.3f}), random rollouts {mse['rollouts']:.3f}, "
+        f"mix {mse['mix']:.3f}, always 0 {mse['zero']:.3f}; "
+        f"training positions {summary['eval']['train_mse']:.3f}",
+        file=sys.stderr,
+    )
+    print(
+        f"stopped at step {summary['step']} ({summary['stopped']}) on "
+        f"{summary['positions']} positions; workdir {args.workdir}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register_value(commands) -> None:
+    """Add ``gojax train-value`` to the subcommands of the ``gojax`` parser."""
+    parser = add_config_command(
+        commands,
+        "train-value",
+        help="AlphaGo's value-network stage: regression on one position from each of many "
+        "SL/RL games (resumes from the workdir)",
+        description="Plays games with an SL and an RL policy run, keeps one position per game "
+        "and fits the value network of the init run on their results; overrides: "
+        "--config.KEY=VALUE.",
+    )
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="data, checkpoints, metrics, plots")
+    parser.add_argument(
+        "--init",
+        help="the run whose value net is trained and whose policy is kept "
+        "(sets init.workdir; AlphaGo: the SL run)",
+    )
+    parser.add_argument(
+        "--rl", help="the RL policy run that finishes the games (sets players.rl_workdir)"
+    )
+    parser.set_defaults(run=cmd_train_value, overrides=[])

@@ -503,7 +503,8 @@ def plot_learning_curve(
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     for ax, (title, keys) in zip(axes.flat, panels, strict=True):
-        for key, label in _series(records, keys):
+        series = _series(records, keys)
+        for key, label in series:
             pts = [(r["step"], r[key]) for r in records if r.get(key) is not None]
             if pts:  # a marker, so that a single evaluation shows
                 marker = "o" if len(pts) < 4 else None
@@ -511,7 +512,7 @@ def plot_learning_curve(
         ax.set_title(title)
         ax.set_xlabel("learner step")
         ax.grid(alpha=0.3)
-        if len(keys) > 1 and ax.get_legend_handles_labels()[0]:
+        if len(series) > 1 and ax.get_legend_handles_labels()[0]:
             ax.legend()
     fig.tight_layout()
     try:

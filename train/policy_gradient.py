@@ -55,7 +55,7 @@ import gojax
 from gojax._alphago_features import true_eyes
 from gojax._atomic import write_atomic
 from train import model as model_lib
-from train.checkpoint import Checkpointer, install_signal_handlers, restore_variables
+from train.checkpoint import Checkpointer, install_signal_handlers, restore_matching_network
 from train.learner import (
     LearnerConfig,
     TrainState,
@@ -326,19 +326,9 @@ def _initial_variables(config, spec: model_lib.ModelSpec) -> dict[str, Any] | No
     """The ``init`` run's network, after checking it is the net this config trains."""
     if not config.init.workdir:
         return None
-    run = restore_variables(config.init.workdir, config.init.step or None)
-    theirs = model_lib.spec_from_config(ml_collections.ConfigDict(run.config["model"]))
-    size = int(run.config["board"]["size"])
-    if (theirs.preset, theirs.opponent_policy, size) != (
-        spec.preset,
-        spec.opponent_policy,
-        config.board.size,
-    ):
-        raise ValueError(
-            f"init run {config.init.workdir} (step {run.step}) is a {theirs.preset!r} net on "
-            f"{size}x{size}; this config trains {spec.preset!r} on "
-            f"{config.board.size}x{config.board.size}: set model.preset and board.size to match"
-        )
+    run = restore_matching_network(
+        config.init.workdir, config.init.step or None, spec, config.board.size, role="init run"
+    )
     return run.variables
 
 
