@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 import gojax
 from gojax.search import SearchConfig, search
-from gojax.uct import uct_search
+from gojax.uct import mixed_evaluator, uct_search
 from train.model import ModelSpec, build, evaluator
 
 __all__ = [
@@ -118,13 +118,19 @@ def capture_agent() -> Agent:
 
 
 @functools.cache
-def _search_policy(spec: ModelSpec, config: SearchConfig) -> Policy:
+def _search_policy(
+    spec: ModelSpec, config: SearchConfig, rollout_lambda: float = 0.0, rollouts: int = 1
+) -> Policy:
     module = build(spec)
 
     def policy(params, states, keys):
+        net = evaluator(spec, module, params)
+        if rollout_lambda:
+            net = mixed_evaluator(net, rollout_lambda, rollouts, avoid_eyes=True)
+
         def one(state, key):
             batch = jax.tree.map(lambda x: x[None], state)
-            out = search(evaluator(spec, module, params), batch, key, config)
+            out = search(net, batch, key, config)
             return out.action[0], out.root_value[0]
 
         return jax.vmap(one)(states, keys)
@@ -133,16 +139,32 @@ def _search_policy(spec: ModelSpec, config: SearchConfig) -> Policy:
 
 
 def search_agent(
-    spec: ModelSpec, variables: Any, config: SearchConfig, *, name: str | None = None
+    spec: ModelSpec,
+    variables: Any,
+    config: SearchConfig,
+    *,
+    name: str | None = None,
+    rollout_lambda: float = 0.0,
+    rollouts: int = 1,
 ) -> Agent:
     """A ``train.model`` net (``ModelSpec`` ``spec``) with ``gojax.search`` under ``config``.
 
     For evaluation use ``temperature_moves=0`` and ``dirichlet_fraction=0``
     (the most visited move, no root noise). The value is the search's root
-    value. Agents with equal ``spec`` and ``config`` share one compiled arena.
+    value. With ``rollout_lambda > 0`` every leaf is valued as AlphaGo's
+    search did: ``(1 - lambda) v + lambda r``, ``r`` the mean of ``rollouts``
+    random games from it (``gojax.uct.mixed_evaluator``). Agents with equal
+    ``spec``, ``config`` and rollout settings share one compiled arena.
     """
-    name = name or f"{spec.preset}-{config.kind}{config.num_simulations}"
-    return Agent(name, _search_policy(spec, config), variables, has_value=True)
+    if not 0.0 <= rollout_lambda <= 1.0:
+        raise ValueError(f"rollout_lambda must be in [0, 1], not {rollout_lambda}")
+    if rollouts < 1:
+        raise ValueError(f"rollouts must be >= 1, not {rollouts}")
+    if name is None:
+        name = f"{spec.preset}-{config.kind}{config.num_simulations}"
+        name += f"-lam{rollout_lambda:g}" if rollout_lambda else ""
+    policy = _search_policy(spec, config, float(rollout_lambda), int(rollouts))
+    return Agent(name, policy, variables, has_value=True)
 
 
 @functools.cache

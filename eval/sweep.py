@@ -107,7 +107,16 @@ def default_config() -> ml_collections.ConfigDict:
     c.checkpoints = ml_collections.ConfigDict(dict(workdir="", steps=(), label=""))
     c.search = ml_collections.ConfigDict(
         # moves: SearchConfig.moves of the net's and UCT's searches; None = the run's own.
-        dict(kinds=("puct",), simulations=(8, 16), c_puct=(1.25,), moves=None)
+        # rollout_lambda, rollouts: every net search values its leaves as AlphaGo's did,
+        # (1 - lambda) * net + lambda * mean of `rollouts` random games (0: the net alone).
+        dict(
+            kinds=("puct",),
+            simulations=(8, 16),
+            c_puct=(1.25,),
+            moves=None,
+            rollout_lambda=0.0,
+            rollouts=1,
+        )
     )
     c.opponents = ("random", "uct:16")
     c.board = ml_collections.ConfigDict(dict(komi=None, rules=None, max_moves=None))
@@ -144,9 +153,13 @@ class Cell:
         return f"step{self.step:08d}_{self.kind}_s{self.simulations}_c{self.c_puct:g}_vs_{opponent}"
 
 
-def agent_name(step: int, kind: str, simulations: int, c_puct: float, label: str = "") -> str:
-    """``step1200/puct16/c1.25``, or ``label/step1200/puct16/c1.25`` for a named run."""
+def agent_name(
+    step: int, kind: str, simulations: int, c_puct: float, label: str = "", rollout_lambda=0.0
+) -> str:
+    """``step1200/puct16/c1.25``, or ``label/step1200/puct16/c1.25`` for a named run;
+    ``.../c1.25/lam0.5`` when its leaves are mixed with rollouts."""
     name = f"step{step}/{kind}{simulations}/c{c_puct:g}"
+    name += f"/lam{rollout_lambda:g}" if rollout_lambda else ""
     return f"{label}/{name}" if label else name
 
 
@@ -183,6 +196,12 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
     if config.search.moves is not None and config.search.moves not in MOVE_SETS:
         raise ValueError(f"search.moves must be one of {tuple(MOVE_SETS)} or None")
+    if not 0.0 <= config.search.rollout_lambda <= 1.0:
+        raise ValueError(
+            f"search.rollout_lambda must be in [0, 1], not {config.search.rollout_lambda}"
+        )
+    if config.search.rollouts < 1:
+        raise ValueError(f"search.rollouts must be >= 1, not {config.search.rollouts}")
     if not config.opponents:
         raise ValueError("opponents is empty")
     kinds = {_parse_opponent(opponent)[0] for opponent in config.opponents}
@@ -274,7 +293,7 @@ def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Ce
 def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -> dict[str, Any]:
     """What every cell's games depend on besides the cell itself (``sweep.json``)."""
     g = config.games
-    return {
+    settings = {
         "run": os.path.abspath(config.checkpoints.workdir),
         "seed": int(config.seed),
         "board": board,
@@ -282,6 +301,10 @@ def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -
         "opening_moves": int(g.opening_moves),
         "resign_threshold": float(g.resign_threshold),
     }
+    if config.search.rollout_lambda:  # absent otherwise: sweeps from before it still resume
+        settings["rollout_lambda"] = float(config.search.rollout_lambda)
+        settings["rollouts"] = int(config.search.rollouts)
+    return settings
 
 
 def _board(config: ml_collections.ConfigDict, run_config: dict[str, Any]) -> dict[str, Any]:
@@ -334,9 +357,18 @@ class _Agents:
     Restored checkpoints are cached; every net is searched over the same move set.
     """
 
-    def __init__(self, workdir: str, first_step: int, moves: str | None = None, label: str = ""):
+    def __init__(
+        self,
+        workdir: str,
+        first_step: int,
+        moves: str | None = None,
+        label: str = "",
+        rollout_lambda: float = 0.0,
+        rollouts: int = 1,
+    ):
         self.workdir = workdir
         self.label = label
+        self.rollout_lambda, self.rollouts = float(rollout_lambda), int(rollouts)
         self.restore = functools.lru_cache(maxsize=8)(self._restore)
         self.run_config = self.restore(workdir, first_step).config  # the run's config, as saved
         run_moves = self.run_config.get("selfplay", {}).get("moves", "legal")
@@ -367,9 +399,16 @@ class _Agents:
             gumbel_scale=0.0,  # Gumbel searches the net's favourites: its strongest play
             moves=self.moves,
         )
-        name = agent_name(step, kind, simulations, c_puct, label)
+        name = agent_name(step, kind, simulations, c_puct, label, self.rollout_lambda)
         spec = spec_from_config(model)
-        return search_agent(spec, run.variables, search, name=name)
+        return search_agent(
+            spec,
+            run.variables,
+            search,
+            name=name,
+            rollout_lambda=self.rollout_lambda,
+            rollouts=self.rollouts,
+        )
 
     def check_board(self, workdir: str, step: int, size: int) -> None:
         """Raise ValueError unless ``run:`` opponent ``workdir`` was trained on ``size``."""
@@ -490,7 +529,10 @@ def run_sweep(
     workdir = Path(workdir)
     run = config.checkpoints.workdir
     grid = cells_of(config, checkpoint_steps(run))
-    agents = _Agents(run, grid[0].step, config.search.moves, config.checkpoints.label)
+    s = config.search
+    agents = _Agents(
+        run, grid[0].step, s.moves, config.checkpoints.label, s.rollout_lambda, s.rollouts
+    )
     board = _board(config, agents.run_config)
     for opponent in dict.fromkeys(cell.opponent for cell in grid):
         kind, arg = _parse_opponent(opponent)

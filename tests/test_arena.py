@@ -227,6 +227,26 @@ def test_uct_agent_batch_invariant():
     np.testing.assert_array_equal(whole.actions, halves.actions)
 
 
+def test_search_agent_mixes_rollouts_into_its_leaf_values():
+    """AlphaGo's leaf value in the arena: with komi 100 and lambda 1 every leaf is a lost
+    random game for Black, so Black's root value is exactly -1; lambda 0 is the net's."""
+    spec = ModelSpec("agz_tiny")
+    variables = init_variables(spec, jax.random.PRNGKey(0), SIZE)
+    config = SearchConfig(num_simulations=4, temperature_moves=0, dirichlet_fraction=0.0)
+    states = jax.tree.map(
+        lambda x: jnp.broadcast_to(x, (2,) + x.shape), gojax.new_game(SIZE, komi=100.0)
+    )
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    mixed = search_agent(spec, variables, config, rollout_lambda=1.0, rollouts=2)
+    assert mixed.name.endswith("-lam1")
+    _, values = mixed(states, keys)
+    np.testing.assert_array_equal(values, [-1.0, -1.0])
+    _, values = search_agent(spec, variables, config)(states, keys)
+    assert np.all(np.abs(np.asarray(values)) < 0.99)
+    with pytest.raises(ValueError, match="rollout_lambda must be in"):
+        search_agent(spec, variables, config, rollout_lambda=1.5)
+
+
 SHARDED = textwrap.dedent(
     """
     import jax, numpy as np

@@ -95,6 +95,7 @@ def test_grid_order_and_steps():
     assert cells[1].id == "step00000010_puct_s8_c1.25_vs_checkpoint-20"
     assert agent_name(10, "puct", 8, 1.25) == "step10/puct8/c1.25"
     assert agent_name(10, "puct", 8, 1.25, "mine") == "mine/step10/puct8/c1.25"
+    assert agent_name(10, "puct", 8, 1.25, "", 0.5) == "step10/puct8/c1.25/lam0.5"
     assert len({x.id for x in cells}) == len(cells)
     c.checkpoints.steps = (30,)
     with pytest.raises(ValueError, match="no checkpoint at step 30"):
@@ -110,6 +111,8 @@ def test_grid_order_and_steps():
         ("games.num_games", 0, "num_games must be positive"),
         ("opponents", ("random", "gnugo:3"), "opening_moves must be 0 with a gnugo"),
         ("search.simulations", (), "search.simulations is empty"),
+        ("search.rollout_lambda", 1.5, r"search.rollout_lambda must be in \[0, 1\]"),
+        ("search.rollouts", 0, "search.rollouts must be >= 1"),
     ],
 )
 def test_bad_configs_are_clear_errors(key, value, message):
@@ -276,6 +279,12 @@ def test_run_opponents_play_under_the_cells_search(run_dir, other_run, tmp_path)
     expected = restore_variables(other_run, 7).variables
     chex.assert_trees_all_equal(opponent.params, expected)
     assert opponent.policy is agents.searcher(2, "puct", 2, 1.25).policy  # one compiled search
+    # AlphaGo's mixed leaf value reaches every net of the sweep, and names it.
+    mixed = _Agents(str(run_dir), 2, label="mine", rollout_lambda=0.5, rollouts=2)
+    searcher = mixed.searcher(2, "puct", 2, 1.25)
+    assert searcher.name == "mine/step2/puct2/c1.25/lam0.5"
+    assert mixed.opponent(cell).policy is searcher.policy
+    assert searcher.policy is not agents.searcher(2, "puct", 2, 1.25).policy
 
 
 def test_cell_ids_are_stable():
