@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -55,7 +54,7 @@ import gojax
 from gojax._alphago_features import true_eyes
 from gojax._atomic import write_atomic
 from train import model as model_lib
-from train.checkpoint import Checkpointer, install_signal_handlers, restore_matching_network
+from train.checkpoint import Checkpointer, restore_matching_network
 from train.learner import (
     LearnerConfig,
     TrainState,
@@ -66,6 +65,7 @@ from train.learner import (
     make_optimizer,
 )
 from train.loop import _check_resumable, _Metrics, _saved_config, config_to_json, learner_config
+from train.steps import run_steps
 
 __all__ = ["check_config", "default_pg_config", "make_play", "make_update", "train_pg"]
 
@@ -414,63 +414,50 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         write_atomic(workdir / "eval.json", json.dumps(out, indent=2) + "\n")
         return out
 
-    guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
-    metrics_out = _Metrics(workdir, enabled=True, panels=PG_PANELS)
-    started = time.perf_counter()
-    deadline = started + 60.0 * t.max_minutes if t.max_minutes else math.inf
-    step = int(jax.device_get(state.step))
-    last_eval = None
-    bar = None
-    if t.progress:
-        from tqdm import tqdm
+    def advance(step: int) -> dict[str, Any]:
+        nonlocal state, last_eval
+        opponent_index = int(np.random.default_rng((config.seed, step)).integers(len(pool)))
+        opponent = {"params": pool[opponent_index], "batch_stats": batch_stats}
+        current = {"params": state.params, "batch_stats": state.batch_stats}
+        play_start = time.perf_counter()
+        moves, results = play(current, opponent, jax.random.fold_in(key, step))
+        advantage = advantages(moves, results["z"], p.baseline)
+        state, metrics = update(state, moves, advantage)
+        step += 1
+        host = jax.device_get({**metrics, **results})
+        check_finite({k: host[k] for k in metrics}, step=step)
+        z = np.asarray(host["z"])
+        record: dict[str, Any] = {f"pg.{k}": float(host[k]) for k in ("loss", "entropy")}
+        record.update(
+            {
+                "learner.grad_norm": float(host["grad_norm"]),
+                "learner.learning_rate": float(host["learning_rate"]),
+                "pg.win_rate": _win_rate(z),
+                "pg.game_length": float(np.mean(host["length"])),
+                "pg.opponent": opponent_index,
+                "pg.pool_size": len(pool),
+                "pg.games_per_second": p.games / (time.perf_counter() - play_start),
+            }
+        )
+        if step % p.pool_every == 0:
+            pool.append(jax.device_get(state.params))
+        if t.eval_every and step % t.eval_every == 0:
+            last_eval = evaluate_against_start(step)
+            record["eval.vs_start.win_rate"] = last_eval["win_rate"]
+        return record
 
-        bar = tqdm(total=t.total_steps, initial=step, unit="iter", dynamic_ncols=True)
-    try:
-        while step < t.total_steps and time.perf_counter() < deadline:
-            opponent_index = int(np.random.default_rng((config.seed, step)).integers(len(pool)))
-            opponent = {"params": pool[opponent_index], "batch_stats": batch_stats}
-            current = {"params": state.params, "batch_stats": state.batch_stats}
-            play_start = time.perf_counter()
-            moves, results = play(current, opponent, jax.random.fold_in(key, step))
-            advantage = advantages(moves, results["z"], p.baseline)
-            state, metrics = update(state, moves, advantage)
-            step += 1
-            host = jax.device_get({**metrics, **results})
-            check_finite({k: host[k] for k in metrics}, step=step)
-            z = np.asarray(host["z"])
-            record: dict[str, Any] = {f"pg.{k}": float(host[k]) for k in ("loss", "entropy")}
-            record.update(
-                {
-                    "learner.grad_norm": float(host["grad_norm"]),
-                    "learner.learning_rate": float(host["learning_rate"]),
-                    "pg.win_rate": _win_rate(z),
-                    "pg.game_length": float(np.mean(host["length"])),
-                    "pg.opponent": opponent_index,
-                    "pg.pool_size": len(pool),
-                    "pg.games_per_second": p.games / (time.perf_counter() - play_start),
-                }
-            )
-            if step % p.pool_every == 0:
-                pool.append(jax.device_get(state.params))
-            if t.eval_every and step % t.eval_every == 0:
-                last_eval = evaluate_against_start(step)
-                record["eval.vs_start.win_rate"] = last_eval["win_rate"]
-            record.update(step=step, wall_seconds=time.perf_counter() - started)
-            metrics_out.write(record)
-            if t.plot_every and step % t.plot_every == 0:
-                metrics_out.plot()
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(win=f"{record['pg.win_rate']:.2f}", refresh=False)
-            save(False)
-            guard.check()
-        stopped = "total_steps" if step >= t.total_steps else "max_minutes"
-        save(True)
-        ckpt.wait()
-    finally:
-        guard.uninstall()
-        if bar is not None:
-            bar.close()
+    metrics_out = _Metrics(workdir, enabled=True, panels=PG_PANELS)
+    last_eval = None
+    step, stopped = run_steps(
+        t,
+        int(jax.device_get(state.step)),
+        advance,
+        save=save,
+        ckpt=ckpt,
+        metrics=metrics_out,
+        unit="iter",
+        postfix=lambda record: {"win": f"{record['pg.win_rate']:.2f}"},
+    )
     if last_eval is None or last_eval["step"] != step:
         last_eval = evaluate_against_start(step)
         metrics_out.write({"step": step, "eval.vs_start.win_rate": last_eval["win_rate"]})

@@ -49,9 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,7 +64,7 @@ import gojax
 from gojax._atomic import atomic_file, write_atomic
 from gojax._symmetry import transform_planes
 from train import model as model_lib
-from train.checkpoint import Checkpointer, install_signal_handlers, restore_matching_network
+from train.checkpoint import Checkpointer, restore_matching_network
 from train.learner import (
     LearnerConfig,
     TrainState,
@@ -78,6 +76,7 @@ from train.learner import (
 )
 from train.loop import _check_resumable, _Metrics, _saved_config, config_to_json, learner_config
 from train.policy_gradient import allowed_moves
+from train.steps import run_steps
 
 __all__ = [
     "Sampling",
@@ -654,52 +653,39 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
         record["eval.train_positions"] = result["train_mse"]
         return record
 
-    guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
-    metrics_out = _Metrics(workdir, enabled=True, panels=VALUE_PANELS)
-    started = time.perf_counter()
-    deadline = started + 60.0 * t.max_minutes if t.max_minutes else math.inf
-    step = int(jax.device_get(state.step))
-    last_eval = None
-    bar = None
-    if t.progress:
-        from tqdm import tqdm
+    def advance(step: int) -> dict[str, Any]:
+        nonlocal state, last_eval
+        rng = np.random.default_rng((config.seed, step))
+        rows = rng.integers(len(train["z"]), size=lconfig.batch_size)
+        symmetries = rng.integers(8 if t.augment else 1, size=lconfig.batch_size)
+        state, metrics = update(
+            state, train["planes"][rows], train["z"][rows], symmetries.astype(np.int32)
+        )
+        step += 1
+        host = jax.device_get(metrics)
+        check_finite(host, step=step)
+        record: dict[str, Any] = {
+            "value.mse": float(host["mse"]),
+            "learner.grad_norm": float(host["grad_norm"]),
+            "learner.learning_rate": float(host["learning_rate"]),
+        }
+        if t.eval_every and step % t.eval_every == 0:
+            last_eval = evaluate(step)
+            record.update(eval_record(last_eval))
+        return record
 
-        bar = tqdm(total=t.total_steps, initial=step, unit="step", dynamic_ncols=True)
-    try:
-        while step < t.total_steps and time.perf_counter() < deadline:
-            rng = np.random.default_rng((config.seed, step))
-            rows = rng.integers(len(train["z"]), size=lconfig.batch_size)
-            symmetries = rng.integers(8 if t.augment else 1, size=lconfig.batch_size)
-            state, metrics = update(
-                state, train["planes"][rows], train["z"][rows], symmetries.astype(np.int32)
-            )
-            step += 1
-            host = jax.device_get(metrics)
-            check_finite(host, step=step)
-            record: dict[str, Any] = {
-                "value.mse": float(host["mse"]),
-                "learner.grad_norm": float(host["grad_norm"]),
-                "learner.learning_rate": float(host["learning_rate"]),
-            }
-            if t.eval_every and step % t.eval_every == 0:
-                last_eval = evaluate(step)
-                record.update(eval_record(last_eval))
-            record.update(step=step, wall_seconds=time.perf_counter() - started)
-            metrics_out.write(record)
-            if t.plot_every and step % t.plot_every == 0:
-                metrics_out.plot()
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(mse=f"{record['value.mse']:.3f}", refresh=False)
-            save(False)
-            guard.check()
-        stopped = "total_steps" if step >= t.total_steps else "max_minutes"
-        save(True)
-        ckpt.wait()
-    finally:
-        guard.uninstall()
-        if bar is not None:
-            bar.close()
+    metrics_out = _Metrics(workdir, enabled=True, panels=VALUE_PANELS)
+    last_eval = None
+    step, stopped = run_steps(
+        t,
+        int(jax.device_get(state.step)),
+        advance,
+        save=save,
+        ckpt=ckpt,
+        metrics=metrics_out,
+        unit="step",
+        postfix=lambda record: {"mse": f"{record['value.mse']:.3f}"},
+    )
     if last_eval is None or last_eval["step"] != step:
         last_eval = evaluate(step)
         metrics_out.write({"step": step, **eval_record(last_eval)})
