@@ -308,7 +308,7 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
 def restore_matching_network(
     workdir: str | os.PathLike, step: int | None, spec: Any, size: int, *, role: str
 ) -> RunVariables:
-    """:func:`restore_variables`, after checking the run's net is ``spec``'s on ``size``.
+    """:func:`restore_variables`, checked to be ``spec``'s net on ``size`` x ``size`` boards.
 
     ``role`` names the run in the error ("init run", "RL policy run"): a
     ``ValueError`` says which preset and board size the run has and which
