@@ -147,10 +147,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.replay = ml_collections.ConfigDict(
         dict(capacity=100_000, min_size=1_000, one_per_game=False, augment=True)
     )
-    lc = LearnerConfig()
-    c.learner = ml_collections.ConfigDict(
-        {f.name: getattr(lc, f.name) for f in dataclasses.fields(LearnerConfig)}
-    )
+    c.learner = learner_group(LearnerConfig())
     c.train = ml_collections.ConfigDict(
         dict(
             total_steps=1_000,
@@ -379,6 +376,13 @@ def selfplay_config(config: ml_collections.ConfigDict) -> SelfPlayConfig:
         fast_simulations=s.fast_simulations or None,
         full_search_prob=s.full_search_prob,
         num_devices=s.num_devices,
+    )
+
+
+def learner_group(config: LearnerConfig) -> ml_collections.ConfigDict:
+    """A config's ``learner`` group: every field of ``config`` (:func:`learner_config` reads it)."""
+    return ml_collections.ConfigDict(
+        {f.name: getattr(config, f.name) for f in dataclasses.fields(LearnerConfig)}
     )
 
 

@@ -64,7 +64,14 @@ from train.learner import (
     learning_rate_schedule,
     make_optimizer,
 )
-from train.loop import _check_resumable, _Metrics, _saved_config, config_to_json, learner_config
+from train.loop import (
+    _check_resumable,
+    _Metrics,
+    _saved_config,
+    config_to_json,
+    learner_config,
+    learner_group,
+)
 from train.steps import run_steps
 
 __all__ = ["check_config", "default_pg_config", "make_play", "make_update", "train_pg"]
@@ -104,9 +111,8 @@ def default_pg_config() -> ml_collections.ConfigDict:
             chunk=4096,  # positions per forward/backward chunk of the update
         )
     )
-    lc = LearnerConfig(optimizer="sgd", lr_boundaries=(), lr_values=(0.01,), momentum=0.0, l2=0.0)
-    c.learner = ml_collections.ConfigDict(
-        {f: getattr(lc, f) for f in LearnerConfig.__dataclass_fields__}
+    c.learner = learner_group(
+        LearnerConfig(optimizer="sgd", lr_boundaries=(), lr_values=(0.01,), momentum=0.0, l2=0.0)
     )
     c.train = ml_collections.ConfigDict(
         dict(
@@ -415,7 +421,7 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         return out
 
     def advance(step: int) -> dict[str, Any]:
-        nonlocal state, last_eval
+        nonlocal state
         opponent_index = int(np.random.default_rng((config.seed, step)).integers(len(pool)))
         opponent = {"params": pool[opponent_index], "batch_stats": batch_stats}
         current = {"params": state.params, "batch_stats": state.batch_stats}
@@ -441,29 +447,25 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         )
         if step % p.pool_every == 0:
             pool.append(jax.device_get(state.params))
-        if t.eval_every and step % t.eval_every == 0:
-            last_eval = evaluate_against_start(step)
-            record["eval.vs_start.win_rate"] = last_eval["win_rate"]
         return record
 
-    metrics_out = _Metrics(workdir, enabled=True, panels=PG_PANELS)
+    def evaluate(step: int) -> dict[str, float]:
+        nonlocal last_eval
+        last_eval = evaluate_against_start(step)
+        return {"eval.vs_start.win_rate": last_eval["win_rate"]}
+
     last_eval = None
     step, stopped = run_steps(
         t,
         int(jax.device_get(state.step)),
         advance,
+        evaluate=evaluate,
         save=save,
         ckpt=ckpt,
-        metrics=metrics_out,
+        metrics=_Metrics(workdir, enabled=True, panels=PG_PANELS),
         unit="iter",
         postfix=lambda record: {"win": f"{record['pg.win_rate']:.2f}"},
     )
-    if last_eval is None or last_eval["step"] != step:
-        last_eval = evaluate_against_start(step)
-        metrics_out.write({"step": step, "eval.vs_start.win_rate": last_eval["win_rate"]})
-    metrics_out.plot()
-    metrics_out.close()
-    ckpt.close()
     return {
         "step": step,
         "stopped": stopped,

@@ -1,10 +1,10 @@
-"""The loop around a run's steps: time limit, progress bar, metrics, saving, SIGTERM.
+"""The loop around a run's steps: time limit, progress bar, evaluation, metrics, saving, SIGTERM.
 
 ``gojax train-pg`` and ``gojax train-value`` share it; each supplies what one
-step does::
+step does and how the run is evaluated::
 
-    step, stopped = run_steps(config.train, step, advance, save=save, ckpt=ckpt,
-                              metrics=metrics_out, unit="iter", postfix=...)
+    step, stopped = run_steps(config.train, step, advance, evaluate=..., save=save,
+                              ckpt=ckpt, metrics=metrics_out, unit="iter", postfix=...)
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def run_steps(
     step: int,
     advance: Callable[[int], dict[str, Any]],
     *,
+    evaluate: Callable[[int], dict[str, Any]],
     save: Callable[[bool], None],
     ckpt: Checkpointer,
     metrics: Any,
@@ -33,17 +34,21 @@ def run_steps(
     """Run steps from ``step`` until ``train.total_steps`` or ``train.max_minutes``.
 
     ``advance(step)`` takes the step after ``step`` and returns its metrics
-    record; the loop adds ``step`` and ``wall_seconds``, writes it to
-    ``metrics`` (a ``train.loop._Metrics``), plots every ``train.plot_every``
-    steps, calls ``save(False)`` (saving when due) and, when a SIGTERM or
-    SIGINT came, saves and stops the process. At the end it saves with
-    ``save(True)`` and waits for the write. ``train.progress`` draws a tqdm
-    bar whose postfix is ``postfix(record)``. Returns the last step and why
-    the loop stopped: ``"total_steps"`` or ``"max_minutes"``.
+    record; every ``train.eval_every`` steps (0: never) the fields that
+    ``evaluate(new_step)`` returns join it. The loop adds ``step`` and
+    ``wall_seconds``, writes the record to ``metrics`` (a
+    ``train.loop._Metrics``), plots every ``train.plot_every`` steps, calls
+    ``save(False)`` (saving when due) and, when a SIGTERM or SIGINT came,
+    saves and stops the process. At the end it saves with ``save(True)``,
+    evaluates the last step unless that was just done, plots, and closes
+    ``metrics`` and ``ckpt``. ``train.progress`` draws a tqdm bar whose
+    postfix is ``postfix(record)``. Returns the last step and why the loop
+    stopped: ``"total_steps"`` or ``"max_minutes"``.
     """
     guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
     started = time.perf_counter()
     deadline = started + 60.0 * train.max_minutes if train.max_minutes else math.inf
+    evaluated = None  # the last step evaluated
     bar = None
     if train.progress:
         from tqdm import tqdm
@@ -53,6 +58,9 @@ def run_steps(
         while step < train.total_steps and time.perf_counter() < deadline:
             record = advance(step)
             step += 1
+            if train.eval_every and step % train.eval_every == 0:
+                record.update(evaluate(step))
+                evaluated = step
             record.update(step=step, wall_seconds=time.perf_counter() - started)
             metrics.write(record)
             if train.plot_every and step % train.plot_every == 0:
@@ -69,4 +77,9 @@ def run_steps(
         guard.uninstall()
         if bar is not None:
             bar.close()
+    if evaluated != step:
+        metrics.write({"step": step, **evaluate(step)})
+    metrics.plot()
+    metrics.close()
+    ckpt.close()
     return step, stopped

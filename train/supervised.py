@@ -66,6 +66,7 @@ from train.loop import (
     _train_step,
     config_to_json,
     learner_config,
+    learner_group,
     replay_encoder,
 )
 
@@ -98,9 +99,8 @@ def default_sl_config() -> ml_collections.ConfigDict:
             augment=True,  # a random one of the 8 symmetries per sample
         )
     )
-    lc = LearnerConfig(optimizer="adamw", learning_rate=1e-3, warmup_steps=100)
-    c.learner = ml_collections.ConfigDict(
-        {f: getattr(lc, f) for f in LearnerConfig.__dataclass_fields__}
+    c.learner = learner_group(
+        LearnerConfig(optimizer="adamw", learning_rate=1e-3, warmup_steps=100)
     )
     c.train = ml_collections.ConfigDict(
         dict(

@@ -74,7 +74,14 @@ from train.learner import (
     learning_rate_schedule,
     make_optimizer,
 )
-from train.loop import _check_resumable, _Metrics, _saved_config, config_to_json, learner_config
+from train.loop import (
+    _check_resumable,
+    _Metrics,
+    _saved_config,
+    config_to_json,
+    learner_config,
+    learner_group,
+)
 from train.policy_gradient import allowed_moves
 from train.steps import run_steps
 
@@ -126,11 +133,15 @@ def default_value_config() -> ml_collections.ConfigDict:
             bucket_width=10,  # moves per bucket of the evaluation by move number
         )
     )
-    lc = LearnerConfig(
-        optimizer="sgd", lr_boundaries=(), lr_values=(3e-3,), momentum=0.9, l2=1e-4, batch_size=64
-    )
-    c.learner = ml_collections.ConfigDict(
-        {f: getattr(lc, f) for f in LearnerConfig.__dataclass_fields__}
+    c.learner = learner_group(
+        LearnerConfig(
+            optimizer="sgd",
+            lr_boundaries=(),
+            lr_values=(3e-3,),
+            momentum=0.9,
+            l2=1e-4,
+            batch_size=64,
+        )
     )
     c.train = ml_collections.ConfigDict(
         dict(
@@ -629,7 +640,7 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
         if force or ckpt.should_save(step):
             ckpt.save(step, state, config=config_json, force=force)
 
-    def evaluate(step: int) -> dict[str, Any]:
+    def evaluate_network(step: int) -> dict[str, Any]:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         result = evaluate_heldout(
             lambda planes: predict_values(spec, variables, planes),
@@ -648,13 +659,15 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
         save_by_move_plot(result, workdir / "value_by_move.png", title)
         return result
 
-    def eval_record(result: dict[str, Any]) -> dict[str, float]:
-        record = {f"eval.heldout.{k}": v for k, v in result["mse"].items() if k != "zero"}
-        record["eval.train_positions"] = result["train_mse"]
+    def evaluate(step: int) -> dict[str, float]:
+        nonlocal last_eval
+        last_eval = evaluate_network(step)
+        record = {f"eval.heldout.{k}": v for k, v in last_eval["mse"].items() if k != "zero"}
+        record["eval.train_positions"] = last_eval["train_mse"]
         return record
 
     def advance(step: int) -> dict[str, Any]:
-        nonlocal state, last_eval
+        nonlocal state
         rng = np.random.default_rng((config.seed, step))
         rows = rng.integers(len(train["z"]), size=lconfig.batch_size)
         symmetries = rng.integers(8 if t.augment else 1, size=lconfig.batch_size)
@@ -664,34 +677,24 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
         step += 1
         host = jax.device_get(metrics)
         check_finite(host, step=step)
-        record: dict[str, Any] = {
+        return {
             "value.mse": float(host["mse"]),
             "learner.grad_norm": float(host["grad_norm"]),
             "learner.learning_rate": float(host["learning_rate"]),
         }
-        if t.eval_every and step % t.eval_every == 0:
-            last_eval = evaluate(step)
-            record.update(eval_record(last_eval))
-        return record
 
-    metrics_out = _Metrics(workdir, enabled=True, panels=VALUE_PANELS)
     last_eval = None
     step, stopped = run_steps(
         t,
         int(jax.device_get(state.step)),
         advance,
+        evaluate=evaluate,
         save=save,
         ckpt=ckpt,
-        metrics=metrics_out,
+        metrics=_Metrics(workdir, enabled=True, panels=VALUE_PANELS),
         unit="step",
         postfix=lambda record: {"mse": f"{record['value.mse']:.3f}"},
     )
-    if last_eval is None or last_eval["step"] != step:
-        last_eval = evaluate(step)
-        metrics_out.write({"step": step, **eval_record(last_eval)})
-    metrics_out.plot()
-    metrics_out.close()
-    ckpt.close()
     return {
         "step": step,
         "stopped": stopped,
