@@ -54,25 +54,21 @@ import gojax
 from gojax._alphago_features import true_eyes
 from gojax._atomic import write_atomic
 from train import model as model_lib
-from train.checkpoint import Checkpointer, restore_matching_network
+from train.checkpoint import restore_matching_network
 from train.learner import (
     LearnerConfig,
     TrainState,
-    abstract_train_state,
     check_finite,
-    create_train_state,
     learning_rate_schedule,
     make_optimizer,
 )
 from train.loop import (
-    _check_resumable,
     _Metrics,
-    _saved_config,
     config_to_json,
     learner_config,
     learner_group,
 )
-from train.steps import run_steps
+from train.steps import fresh_state, open_checkpoints, run_steps
 
 __all__ = ["check_config", "default_pg_config", "make_play", "make_update", "train_pg"]
 
@@ -365,30 +361,13 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     play_eval = make_play(spec, _game(config, t.eval_games))
     update = make_update(spec, lconfig, p.chunk, p.games)
 
-    ckpt = Checkpointer(
-        workdir / "checkpoints", save_every=t.checkpoint_every, keep=t.keep_checkpoints
-    )
-    latest = ckpt.latest_step()
-    if latest is not None:
-        _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
-    restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, size))
+    ckpt, restored = open_checkpoints(workdir, t, spec, lconfig, size, config_json)
     if restored is None:
-        if latest is not None:
-            raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
-        state = create_train_state(spec, lconfig, key, size)
-        start = _initial_variables(config, spec)
-        if start is not None:
-            params = jax.device_put(start["params"])
-            state = state.replace(
-                params=params,
-                batch_stats=jax.device_put(start["batch_stats"]),
-                opt_state=make_optimizer(lconfig).init(params),
-            )
+        state = fresh_state(spec, lconfig, key, size, _initial_variables(config, spec))
         initial = jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
         pool = [initial["params"]]
         resumed_from = None
     else:
-        _check_resumable(restored.config, config_json, workdir, restored.step)
         state, pool_arrays = restored.state, restored.extra["pool"]
         pool = [pool_arrays[str(i)] for i in range(len(pool_arrays))]
         initial = {"params": pool[0], "batch_stats": jax.device_get(state.batch_stats)}

@@ -1,8 +1,11 @@
-"""The loop around a run's steps: time limit, progress bar, evaluation, metrics, saving, SIGTERM.
+"""What a run does around its steps: start or resume, then loop with a time limit,
+progress bar, evaluation, metrics, saving and SIGTERM.
 
 ``gojax train-pg`` and ``gojax train-value`` share it; each supplies what one
 step does and how the run is evaluated::
 
+    ckpt, restored = open_checkpoints(workdir, config.train, spec, lconfig, size, config_json)
+    state = restored.state if restored else fresh_state(spec, lconfig, key, size, start)
     step, stopped = run_steps(config.train, step, advance, evaluate=..., save=save,
                               ckpt=ckpt, metrics=metrics_out, unit="iter", postfix=...)
 """
@@ -12,11 +15,67 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from train.checkpoint import Checkpointer, install_signal_handlers
+import jax
 
-__all__ = ["run_steps"]
+from train.checkpoint import Checkpointer, Restored, install_signal_handlers
+from train.learner import (
+    LearnerConfig,
+    TrainState,
+    abstract_train_state,
+    create_train_state,
+    make_optimizer,
+)
+from train.loop import _check_resumable, _saved_config
+from train.model import ModelSpec
+
+__all__ = ["fresh_state", "open_checkpoints", "run_steps"]
+
+
+def open_checkpoints(
+    workdir: Path,
+    train: Any,
+    spec: ModelSpec,
+    lconfig: LearnerConfig,
+    size: int,
+    config_json: dict[str, Any],
+) -> tuple[Checkpointer, Restored | None]:
+    """The run's ``Checkpointer`` (``train.checkpoint_every``, ``train.keep_checkpoints``)
+    and its newest readable checkpoint, None for a new run.
+
+    Raises ``ValueError`` when ``config_json`` may not resume the run (naming
+    the keys) or when it has checkpoints and none can be read.
+    """
+    ckpt = Checkpointer(
+        workdir / "checkpoints", save_every=train.checkpoint_every, keep=train.keep_checkpoints
+    )
+    latest = ckpt.latest_step()
+    if latest is not None:
+        _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
+    restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, size))
+    if restored is None and latest is not None:
+        raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
+    if restored is not None:
+        _check_resumable(restored.config, config_json, workdir, restored.step)
+    return ckpt, restored
+
+
+def fresh_state(
+    spec: ModelSpec, lconfig: LearnerConfig, key: jax.Array, size: int, start: Any = None
+) -> TrainState:
+    """A new train state: random weights, or ``start``'s ``{"params", "batch_stats"}``
+    (e.g. another run's net) with a fresh optimiser state."""
+    state = create_train_state(spec, lconfig, key, size)
+    if start is None:
+        return state
+    params = jax.device_put(start["params"])
+    return state.replace(
+        params=params,
+        batch_stats=jax.device_put(start["batch_stats"]),
+        opt_state=make_optimizer(lconfig).init(params),
+    )
 
 
 def run_steps(

@@ -64,26 +64,22 @@ import gojax
 from gojax._atomic import atomic_file, write_atomic
 from gojax._symmetry import transform_planes
 from train import model as model_lib
-from train.checkpoint import Checkpointer, restore_matching_network
+from train.checkpoint import restore_matching_network
 from train.learner import (
     LearnerConfig,
     TrainState,
-    abstract_train_state,
     check_finite,
-    create_train_state,
     learning_rate_schedule,
     make_optimizer,
 )
 from train.loop import (
-    _check_resumable,
     _Metrics,
-    _saved_config,
     config_to_json,
     learner_config,
     learner_group,
 )
 from train.policy_gradient import allowed_moves
-from train.steps import run_steps
+from train.steps import fresh_state, open_checkpoints, run_steps
 
 __all__ = [
     "Sampling",
@@ -605,30 +601,14 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
     size = config.board.size
     config_json = config_to_json(config)
 
-    ckpt = Checkpointer(
-        workdir / "checkpoints", save_every=t.checkpoint_every, keep=t.keep_checkpoints
-    )
-    latest = ckpt.latest_step()
-    if latest is not None:
-        _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
+    ckpt, restored = open_checkpoints(workdir, t, spec, lconfig, size, config_json)
     init, sl, rl = _players(config, spec)
     train, holdout = _generate_data(config, spec, sl, rl, workdir, progress=t.progress)
     del sl, rl
-
-    restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, size))
     if restored is None:
-        if latest is not None:
-            raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
-        state = create_train_state(spec, lconfig, jax.random.PRNGKey(config.seed), size)
-        params = jax.device_put(init["params"])
-        state = state.replace(
-            params=params,
-            batch_stats=jax.device_put(init["batch_stats"]),
-            opt_state=make_optimizer(lconfig).init(params),
-        )
+        state = fresh_state(spec, lconfig, jax.random.PRNGKey(config.seed), size, init)
         resumed_from = None
     else:
-        _check_resumable(restored.config, config_json, workdir, restored.step)
         state, resumed_from = restored.state, restored.step
     (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
 
