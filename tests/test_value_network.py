@@ -133,6 +133,15 @@ def test_data_parts_are_kept_and_only_the_missing_ones_played(tmp_path):
         generate_split(tmp_path, "train", 8, make_batch, progress=False)
 
 
+def test_a_batch_without_positions_is_an_error_not_a_hang(tmp_path):
+    def make_batch(index):
+        return {"z": np.zeros(0, np.float32)}
+
+    with pytest.raises(ValueError, match="train batch 0: no game lasted beyond its random move"):
+        generate_split(tmp_path, "train", 5, make_batch, progress=False)
+    assert not list(tmp_path.glob("*.npz"))
+
+
 def _save_run(path: Path, seed: int, preset: str = "alphago_tiny") -> None:
     """A checkpoint of random weights, as a train-sl run of ``preset`` on 5x5 would leave."""
     config = default_value_config()

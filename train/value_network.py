@@ -277,7 +277,9 @@ def generate_split(
     ``make_batch(index)`` returns the valid positions of batch ``index``
     (deterministic in the index) as host arrays; each is written as part
     ``index`` before the next is played. Returns the first ``count``
-    positions of the parts, in order.
+    positions of the parts, in order. A batch without a single position
+    raises ``ValueError`` (its games all end before their random move: more
+    batches would not end either).
     """
     directory.mkdir(parents=True, exist_ok=True)
     parts: list[dict[str, np.ndarray]] = []
@@ -294,6 +296,11 @@ def generate_split(
                 part = _read_part(path)
             else:
                 part = make_batch(index)
+                if not len(part["z"]):
+                    raise ValueError(
+                        f"{split} batch {index}: no game lasted beyond its random move; "
+                        "lower data.max_random_move, or check the players' runs"
+                    )
                 with atomic_file(path, "wb") as handle:
                     np.savez(handle, **part)
             parts.append(part)
