@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 import gojax
+from gojax.rollout_policy import RolloutWeights
 from gojax.search import SearchConfig, search
 from gojax.uct import mixed_evaluator, uct_search
 from train.model import ModelSpec, build, evaluator
@@ -119,14 +120,21 @@ def capture_agent() -> Agent:
 
 @functools.cache
 def _search_policy(
-    spec: ModelSpec, config: SearchConfig, rollout_lambda: float = 0.0, rollouts: int = 1
+    spec: ModelSpec,
+    config: SearchConfig,
+    rollout_lambda: float = 0.0,
+    rollouts: int = 1,
+    fast_rollouts: bool = False,
 ) -> Policy:
     module = build(spec)
 
     def policy(params, states, keys):
+        weights = None
+        if fast_rollouts:  # params: (network variables, rollout policy weights)
+            params, weights = params
         net = evaluator(spec, module, params)
         if rollout_lambda:
-            net = mixed_evaluator(net, rollout_lambda, rollouts, avoid_eyes=True)
+            net = mixed_evaluator(net, rollout_lambda, rollouts, avoid_eyes=True, weights=weights)
 
         def one(state, key):
             batch = jax.tree.map(lambda x: x[None], state)
@@ -146,6 +154,7 @@ def search_agent(
     name: str | None = None,
     rollout_lambda: float = 0.0,
     rollouts: int = 1,
+    rollout_weights: RolloutWeights | None = None,
 ) -> Agent:
     """A ``train.model`` net (``ModelSpec`` ``spec``) with ``gojax.search`` under ``config``.
 
@@ -153,8 +162,10 @@ def search_agent(
     (the most visited move, no root noise). The value is the search's root
     value. With ``rollout_lambda > 0`` every leaf is valued as AlphaGo's
     search did: ``(1 - lambda) v + lambda r``, ``r`` the mean of ``rollouts``
-    random games from it (``gojax.uct.mixed_evaluator``). Agents with equal
-    ``spec``, ``config`` and rollout settings share one compiled arena.
+    random games from it (``gojax.uct.mixed_evaluator``), played by the
+    rollout policy ``rollout_weights`` (``gojax.rollout_policy``) if given.
+    Agents with equal ``spec``, ``config`` and rollout settings share one
+    compiled arena.
     """
     if not 0.0 <= rollout_lambda <= 1.0:
         raise ValueError(f"rollout_lambda must be in [0, 1], not {rollout_lambda}")
@@ -163,18 +174,21 @@ def search_agent(
     if name is None:
         name = f"{spec.preset}-{config.kind}{config.num_simulations}"
         name += f"-lam{rollout_lambda:g}" if rollout_lambda else ""
-    policy = _search_policy(spec, config, float(rollout_lambda), int(rollouts))
-    return Agent(name, policy, variables, has_value=True)
+    if rollout_weights is not None and not rollout_lambda:
+        raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
+    fast = rollout_weights is not None
+    policy = _search_policy(spec, config, float(rollout_lambda), int(rollouts), fast)
+    params = (variables, rollout_weights) if fast else variables
+    return Agent(name, policy, params, has_value=True)
 
 
 @functools.cache
 def _uct_policy(num_simulations: int, c: float, moves: str) -> Policy:
     def policy(params, states, keys):
-        del params
-
+        # params: the rollout policy's weights, or None for uniform rollouts.
         def one(state, key):
             batch = jax.tree.map(lambda x: x[None], state)
-            out = uct_search(batch, key, num_simulations, c=c, moves=moves)
+            out = uct_search(batch, key, num_simulations, c=c, moves=moves, weights=params)
             return out.action[0], out.root_value[0]
 
         return jax.vmap(one)(states, keys)
@@ -182,14 +196,27 @@ def _uct_policy(num_simulations: int, c: float, moves: str) -> Policy:
     return policy
 
 
-def uct_agent(num_simulations: int, *, c: float = 1.0, moves: str = "legal") -> Agent:
+def uct_agent(
+    num_simulations: int,
+    *,
+    c: float = 1.0,
+    moves: str = "legal",
+    rollout_weights: RolloutWeights | None = None,
+    rollout_label: str = "fast",
+) -> Agent:
     """Classical UCT with one random rollout per leaf (``gojax.uct.uct_search``).
 
     ``moves`` is the tree's move set (``SearchConfig.moves``): give it the
     same set as the net it is compared with, so that both know as much Go.
+    With ``rollout_weights`` (``gojax.rollout_policy``) the rollouts are played
+    by AlphaGo's fast rollout policy; the agent is named
+    ``uct<simulations>+<rollout_label>``.
     """
     policy = _uct_policy(int(num_simulations), float(c), moves)
-    return Agent(f"uct{num_simulations}", policy, None, True)
+    name = f"uct{num_simulations}"
+    if rollout_weights is not None:
+        name += f"+{rollout_label}"
+    return Agent(name, policy, rollout_weights, True)
 
 
 def gnugo_agent(level: int = 10, *, command: str | None = None) -> GTPAgent:

@@ -622,14 +622,26 @@ def _reply(ident: str, text: str) -> str:
 # Command line: gojax gtp
 
 
+def _rollout_weights(args: argparse.Namespace):
+    """The ``--rollout-policy`` file's weights, or None (uniform rollouts)."""
+    if not args.rollout_policy:
+        return None
+    from gojax.rollout_policy import load
+
+    return load(args.rollout_policy)
+
+
 def make_engine(args: argparse.Namespace) -> Engine:
     """The engine ``gojax gtp`` runs, from its parsed flags."""
     from eval import players
 
+    if args.rollout_policy and args.player in ("policy", "uniform"):
+        raise ValueError("--rollout-policy plays rollouts: use it with --player uct or search")
+
     if args.player == "uniform":
         player = players.UniformPlayer()
     elif args.player == "uct":
-        player = players.UCTPlayer(visits=args.visits)
+        player = players.UCTPlayer(visits=args.visits, rollout_weights=_rollout_weights(args))
     else:
         if bool(args.model) == bool(args.checkpoint):
             raise ValueError(
@@ -658,8 +670,13 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 considered=args.gumbel_considered,
                 rollout_lambda=args.rollout_lambda,
                 rollouts=args.rollouts,
+                rollout_weights=_rollout_weights(args),
             )
         else:
+            if args.rollout_policy:
+                raise ValueError(
+                    "--rollout-policy plays rollouts: a search (--visits > 1) needs it"
+                )
             symmetry = "average" if args.symmetry is None else args.symmetry
             player = players.PolicyPlayer(model, symmetry=symmetry)
     sizes = getattr(player, "board_sizes", None)
@@ -737,6 +754,12 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--rollouts", type=_positive, default=1, help="random games per leaf (--rollout-lambda)"
+    )
+    gtp.add_argument(
+        "--rollout-policy",
+        metavar="NPZ",
+        help="play the rollouts (--player uct, or --rollout-lambda) with this fast rollout "
+        "policy (gojax train-rollout's rollout_policy.npz) instead of uniform random moves",
     )
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)

@@ -356,8 +356,9 @@ class SearchPlayer:
     ``rollout_lambda`` > 0 values each leaf as AlphaGo did,
     ``(1 - lambda) * v + lambda * z`` with ``z`` the mean of ``rollouts``
     random games from it (``gojax.uct.mixed_evaluator``; AlphaGo: 0.5, one
-    rollout of its fast rollout policy, here uniform moves that keep their
-    own eyes).
+    rollout of its fast rollout policy). The rollouts' moves are uniform over
+    those that keep the mover's own eyes, or drawn from a fast rollout policy
+    (``rollout_weights``, ``gojax.rollout_policy``).
     """
 
     def __init__(
@@ -374,6 +375,7 @@ class SearchPlayer:
         considered: int | None = None,
         rollout_lambda: float = 0.0,
         rollouts: int = 1,
+        rollout_weights: Any = None,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -384,6 +386,9 @@ class SearchPlayer:
             raise ValueError(f"rollout_lambda must be in [0, 1], not {rollout_lambda}")
         if rollouts < 1:
             raise ValueError(f"rollouts must be >= 1, not {rollouts}")
+        fast = rollout_weights is not None
+        if fast and not rollout_lambda:
+            raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
             kind=search,
@@ -396,14 +401,18 @@ class SearchPlayer:
         )
         prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
+        mixed += " of the fast policy" if fast else ""
+        functions = _search_functions(
+            model, symmetry, float(rollout_lambda), int(rollouts), fast_rollouts=fast
+        )
         self._setup(
-            model,
+            _WithRolloutPolicy(model, rollout_weights) if fast else model,
             name=f"{prefix}({model.name}, {visits} visits{mixed})",
             # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
             board_sizes=getattr(model, "board_sizes", None),
             symmetry=symmetry,
             config=config,
-            functions=_search_functions(model, symmetry, float(rollout_lambda), int(rollouts)),
+            functions=functions,
             max_listed=max_listed,
             time_factor=time_factor,
         )
@@ -540,16 +549,29 @@ class _NoNetwork:
     variables: Any = None
 
 
+class _WithRolloutPolicy:
+    """A model whose ``variables`` also carry a rollout policy's weights:
+    ``(network variables, weights)``, as ``_search_functions(fast_rollouts=True)`` reads them."""
+
+    def __init__(self, model: Any, weights: Any) -> None:
+        self._model = model
+        self.variables = (model.variables, weights)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
 class UCTPlayer(SearchPlayer):
     """Classical Monte-Carlo tree search over GTP: UCT with random rollouts, no network.
 
     The pre-AlphaGo baseline (``gojax.uct``): each of ``visits`` simulations
     expands one node by UCB1 and plays one random game from it (uniform over
-    the moves that fill none of the mover's own eyes), scored by the rules'
-    area count. The tree is kept between moves as the network players keep
-    theirs. With no network there is no score or ownership estimate (score
-    leads are 0, ownership 0) and no prior (every listed move's prior is
-    uniform); short of time, the move is a random rollout move.
+    the moves that fill none of the mover's own eyes, or drawn from a fast
+    rollout policy, ``rollout_weights``), scored by the rules' area count.
+    The tree is kept between moves as the network players keep theirs. With
+    no network there is no score or ownership estimate (score leads are 0,
+    ownership 0) and no prior (every listed move's prior is uniform); short
+    of time, the move is a random rollout move.
     """
 
     def __init__(
@@ -560,6 +582,7 @@ class UCTPlayer(SearchPlayer):
         moves: str = "sensible",
         max_listed: int = 16,
         time_factor: float = 1.5,
+        rollout_weights: Any = None,
     ) -> None:
         from gojax.search import SearchConfig
 
@@ -571,9 +594,11 @@ class UCTPlayer(SearchPlayer):
             temperature_moves=0,
             moves=moves,
         )
+        fast = " of the fast policy" if rollout_weights is not None else ""
         self._setup(
-            _NoNetwork(name=f"uct{visits}"),
-            name=f"uct({visits} playouts)",
+            # The rollout policy's weights (or None) travel where a net's variables would.
+            _NoNetwork(name=f"uct{visits}", variables=rollout_weights),
+            name=f"uct({visits} playouts{fast})",
             board_sizes=None,
             symmetry=0,
             config=config,
@@ -601,14 +626,14 @@ class UCTPlayer(SearchPlayer):
 
 @functools.cache
 def _uct_functions():
-    """``_search_functions``' three functions for :class:`UCTPlayer` (variables unused)."""
+    """``_search_functions``' three functions for :class:`UCTPlayer` (``variables``: the
+    rollout policy's weights, or None for uniform rollouts)."""
     from gojax.search import reuse_subtree, search
     from gojax.uct import rollout_evaluator
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):
-        del variables
-        return search(rollout_evaluator(1), states, key, config, tree, avoid)
+        return search(rollout_evaluator(1, weights=variables), states, key, config, tree, avoid)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
@@ -629,10 +654,19 @@ def _uct_functions():
     return run_search, run_evaluate, jax.jit(reuse_subtree)
 
 
-def _search_functions(model: Any, symmetry: int | str, rollout_lambda: float = 0.0, rollouts=1):
+def _search_functions(
+    model: Any,
+    symmetry: int | str,
+    rollout_lambda: float = 0.0,
+    rollouts=1,
+    *,
+    fast_rollouts: bool = False,
+):
     """Jitted ``search(variables, states, key, config, tree, avoid)``, root-and-children evaluation
     ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``.
-    ``rollout_lambda`` > 0 mixes random rollouts into the leaf values (AlphaGo)."""
+    ``rollout_lambda`` > 0 mixes random rollouts into the leaf values (AlphaGo); with
+    ``fast_rollouts`` the ``variables`` are ``(network variables, rollout policy weights)``
+    (:class:`_WithRolloutPolicy`) and that policy plays the rollouts."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, reuse_subtree, search
     from gojax.uct import mixed_evaluator
@@ -641,13 +675,16 @@ def _search_functions(model: Any, symmetry: int | str, rollout_lambda: float = 0
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):
+        variables, weights = variables if fast_rollouts else (variables, None)
         evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
         if rollout_lambda:
-            evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts)
+            evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
         return search(evaluator, states, key, config, tree, avoid)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
+        if fast_rollouts:
+            variables = variables[0]
         children = jax.vmap(play, in_axes=(None, 0))(state, actions)
         states = jax.tree.map(lambda r, c: jnp.concatenate([r[None], c]), state, children)
         return evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)

@@ -17,7 +17,9 @@ opponent, ``games.num_games`` games with colours alternating) and writes
   and, with several checkpoints, ``DIR/elo_vs_step.png``;
 * ``DIR/sgf/<cell-id>/`` with ``games.sgf = True``.
 
-Opponents: ``random``, ``capture``, ``uct:<simulations>``, ``checkpoint:<step>``
+Opponents: ``random``, ``capture``, ``uct:<simulations>`` (classical UCT with
+random rollouts; ``uct:<simulations>:<file>`` plays them with a fast rollout
+policy, ``gojax train-rollout``'s ``rollout_policy.npz``), ``checkpoint:<step>``
 (another checkpoint of the run, ``latest`` for the newest, searched like the
 cell's agent), ``run:<workdir>[:<step>]`` (a checkpoint of another training
 run on the same board, by default its newest, also searched like the cell's
@@ -88,7 +90,7 @@ CSV_FIELDS = (
     "games_per_second",
 )
 OPPONENT_FORMS = (
-    "random, capture, uct:<simulations>, checkpoint:<step|latest>, "
+    "random, capture, uct:<simulations>[:<rollout policy .npz>], checkpoint:<step|latest>, "
     "run:<workdir>[:<step|latest>], gnugo:<level>"
 )
 
@@ -108,7 +110,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.search = ml_collections.ConfigDict(
         # moves: SearchConfig.moves of the net's and UCT's searches; None = the run's own.
         # rollout_lambda, rollouts: every net search values its leaves as AlphaGo's did,
-        # (1 - lambda) * net + lambda * mean of `rollouts` random games (0: the net alone).
+        # (1 - lambda) * net + lambda * mean of `rollouts` random games (0: the net alone);
+        # rollout_policy: a gojax train-rollout rollout_policy.npz that plays those games
+        # ("": uniform random moves).
         dict(
             kinds=("puct",),
             simulations=(8, 16),
@@ -116,6 +120,7 @@ def default_config() -> ml_collections.ConfigDict:
             moves=None,
             rollout_lambda=0.0,
             rollouts=1,
+            rollout_policy="",
         )
     )
     c.opponents = ("random", "uct:16")
@@ -154,13 +159,35 @@ class Cell:
 
 
 def agent_name(
-    step: int, kind: str, simulations: int, c_puct: float, label: str = "", rollout_lambda=0.0
+    step: int,
+    kind: str,
+    simulations: int,
+    c_puct: float,
+    label: str = "",
+    rollout_lambda=0.0,
+    rollout_label: str = "",
 ) -> str:
     """``step1200/puct16/c1.25``, or ``label/step1200/puct16/c1.25`` for a named run;
-    ``.../c1.25/lam0.5`` when its leaves are mixed with rollouts."""
+    ``.../c1.25/lam0.5`` when its leaves are mixed with rollouts, ``.../lam0.5+fast``
+    when a rollout policy (named ``rollout_label``) plays them."""
     name = f"step{step}/{kind}{simulations}/c{c_puct:g}"
     name += f"/lam{rollout_lambda:g}" if rollout_lambda else ""
+    name += f"+{rollout_label}" if rollout_lambda and rollout_label else ""
     return f"{label}/{name}" if label else name
+
+
+def rollout_policy_label(path: str) -> str:
+    """How agents name a rollout policy file: its workdir's name for ``<workdir>/
+    rollout_policy.npz`` (what ``gojax train-rollout`` writes), else the file's stem."""
+    file = Path(path)
+    return (file.parent.name or "fast") if file.name == "rollout_policy.npz" else file.stem
+
+
+@functools.lru_cache(maxsize=8)
+def _rollout_weights(path: str):
+    from gojax.rollout_policy import load
+
+    return load(path)
 
 
 # ----------------------------------------------------------------------------
@@ -202,6 +229,13 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         )
     if config.search.rollouts < 1:
         raise ValueError(f"search.rollouts must be >= 1, not {config.search.rollouts}")
+    if config.search.rollout_policy:
+        if not config.search.rollout_lambda:
+            raise ValueError(
+                "search.rollout_policy plays the leaves' rollouts: it needs "
+                "search.rollout_lambda > 0"
+            )
+        _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
     if not config.opponents:
         raise ValueError("opponents is empty")
     kinds = {_parse_opponent(opponent)[0] for opponent in config.opponents}
@@ -215,7 +249,7 @@ def _parse_opponent(text: str) -> tuple[str, str | None]:
     ok = {
         "random": not arg,
         "capture": not arg,
-        "uct": arg.isdigit() and int(arg) > 0,
+        "uct": _uct_arg(arg) is not None,
         "checkpoint": _is_step(arg),
         "run": bool(_split_run(arg)[0]),
         "gnugo": arg.isdigit() and 0 <= int(arg) <= 10,
@@ -223,6 +257,15 @@ def _parse_opponent(text: str) -> tuple[str, str | None]:
     if not ok.get(kind, False):
         raise ValueError(f"unknown opponent {text!r}; known forms: {OPPONENT_FORMS}")
     return kind, arg or None
+
+
+def _uct_arg(arg: str) -> tuple[int, str] | None:
+    """``"128"`` → ``(128, "")``, ``"128:runs/r/rollout_policy.npz"`` → ``(128, path)``;
+    None if malformed."""
+    simulations, sep, path = arg.partition(":")
+    if not simulations.isdigit() or int(simulations) < 1 or (sep and not path):
+        return None
+    return int(simulations), path
 
 
 def _is_step(text: str) -> bool:
@@ -304,7 +347,16 @@ def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -
     if config.search.rollout_lambda:  # absent otherwise: sweeps from before it still resume
         settings["rollout_lambda"] = float(config.search.rollout_lambda)
         settings["rollouts"] = int(config.search.rollouts)
+    if config.search.rollout_policy:
+        settings["rollout_policy"] = _file_digest(config.search.rollout_policy)
     return settings
+
+
+def _file_digest(path: str) -> str:
+    """``sha256:<hex>`` of a file's bytes: a retrained rollout policy is another setting."""
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _board(config: ml_collections.ConfigDict, run_config: dict[str, Any]) -> dict[str, Any]:
@@ -365,10 +417,12 @@ class _Agents:
         label: str = "",
         rollout_lambda: float = 0.0,
         rollouts: int = 1,
+        rollout_policy: str = "",
     ):
         self.workdir = workdir
         self.label = label
         self.rollout_lambda, self.rollouts = float(rollout_lambda), int(rollouts)
+        self.rollout_policy = str(rollout_policy or "")
         self.restore = functools.lru_cache(maxsize=8)(self._restore)
         self.run_config = self.restore(workdir, first_step).config  # the run's config, as saved
         run_moves = self.run_config.get("selfplay", {}).get("moves", "legal")
@@ -399,7 +453,11 @@ class _Agents:
             gumbel_scale=0.0,  # Gumbel searches the net's favourites: its strongest play
             moves=self.moves,
         )
-        name = agent_name(step, kind, simulations, c_puct, label, self.rollout_lambda)
+        policy = self.rollout_policy
+        rollout_label = rollout_policy_label(policy) if policy else ""
+        name = agent_name(
+            step, kind, simulations, c_puct, label, self.rollout_lambda, rollout_label
+        )
         spec = spec_from_config(model)
         return search_agent(
             spec,
@@ -408,6 +466,7 @@ class _Agents:
             name=name,
             rollout_lambda=self.rollout_lambda,
             rollouts=self.rollouts,
+            rollout_weights=_rollout_weights(policy) if policy else None,
         )
 
     def check_board(self, workdir: str, step: int, size: int) -> None:
@@ -425,7 +484,15 @@ class _Agents:
         if kind == "capture":
             return arena.capture_agent()
         if kind == "uct":
-            return arena.uct_agent(int(arg), moves=self.moves)
+            simulations, policy = _uct_arg(arg)
+            if not policy:
+                return arena.uct_agent(simulations, moves=self.moves)
+            return arena.uct_agent(
+                simulations,
+                moves=self.moves,
+                rollout_weights=_rollout_weights(policy),
+                rollout_label=rollout_policy_label(policy),
+            )
         if kind == "gnugo":
             return arena.gnugo_agent(int(arg))
         if kind == "run":
@@ -531,7 +598,13 @@ def run_sweep(
     grid = cells_of(config, checkpoint_steps(run))
     s = config.search
     agents = _Agents(
-        run, grid[0].step, s.moves, config.checkpoints.label, s.rollout_lambda, s.rollouts
+        run,
+        grid[0].step,
+        s.moves,
+        config.checkpoints.label,
+        s.rollout_lambda,
+        s.rollouts,
+        s.rollout_policy,
     )
     board = _board(config, agents.run_config)
     for opponent in dict.fromkeys(cell.opponent for cell in grid):
@@ -539,6 +612,8 @@ def run_sweep(
         if kind == "run":
             other, step = _split_run(arg)
             agents.check_board(other, int(step), board["size"])
+        if kind == "uct" and _uct_arg(arg)[1]:
+            _rollout_weights(_uct_arg(arg)[1])  # a clear error before any game
     workdir.mkdir(parents=True, exist_ok=True)
     _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
     todo = [cell for cell in grid if read_cell(workdir, cell) is None]

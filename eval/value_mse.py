@@ -12,7 +12,10 @@ evaluators are
   ``N`` (uniform over legal moves that do not fill one of the mover's own
   single-point eyes, played to two passes or the move cap, scored by the
   game's rules' area count: ``gojax.uct.random_rollout``);
-* AlphaGo's mix ``(1 - lam) * v + lam * rollouts`` with the largest ``N``.
+* with ``rollout_policy``, the same ``N`` rollouts played by AlphaGo's fast
+  rollout policy (``gojax.rollout_policy``, fitted by ``gojax train-rollout``);
+* AlphaGo's mix ``(1 - lam) * v + lam * rollouts`` with the largest ``N``
+  (the fast policy's rollouts when there are any, as AlphaGo mixed them).
 
 Everything is seen from the player to move in the position, so the
 prediction and the outcome flip sign together.
@@ -62,6 +65,7 @@ from gojax._board import BLACK, WHITE, GoState, new_game, play, score
 from gojax._game import rules_of_record
 from gojax._replay import replay
 from gojax.cli import _positive, _symmetry_arg
+from gojax.rollout_policy import RolloutWeights
 from gojax.uct import random_rollout
 
 __all__ = [
@@ -342,11 +346,12 @@ def _take(states: GoState, indices: jax.Array) -> GoState:
 
 @functools.partial(jax.jit, static_argnames=("num_rollouts",))
 def _rollout_chunk(
-    states: GoState, pairs: jax.Array, key: jax.Array, num_rollouts: int
+    states: GoState, pairs: jax.Array, key: jax.Array, num_rollouts: int, weights=None
 ) -> jax.Array:
-    """Outcomes ``[C]`` of one random game each for (position, rollout) ``pairs [C]``."""
+    """Outcomes ``[C]`` of one random game each for (position, rollout) ``pairs [C]``
+    (uniform moves, or the rollout policy ``weights``')."""
     games = _take(states, pairs // num_rollouts)
-    return random_rollout(games, key, 1).astype(jnp.int8)
+    return random_rollout(games, key, 1, weights=weights).astype(jnp.int8)
 
 
 def rollout_outcomes(
@@ -356,6 +361,7 @@ def rollout_outcomes(
     *,
     batch: int = 512,
     progress: Callable[[int], None] | None = None,
+    weights: RolloutWeights | None = None,
 ) -> np.ndarray:
     """``[M, num_rollouts]`` int8 outcomes of random games from ``[M]`` positions.
 
@@ -363,6 +369,8 @@ def rollout_outcomes(
     draw. ``batch`` games run at once (one jitted program per chunk); the
     positions should be ordered by move number, so that the games of a chunk
     last about as long. ``progress(games_done)`` is called after each chunk.
+    Moves are uniform over the rollout move set, or drawn from the rollout
+    policy ``weights`` (``gojax.rollout_policy``).
     """
     count = states.to_play.shape[0]
     total = count * num_rollouts
@@ -370,7 +378,7 @@ def rollout_outcomes(
     done = 0
     for step, (pairs, valid) in enumerate(_chunks(total, min(batch, total))):
         chunk_key = jax.random.fold_in(key, step)
-        out = _rollout_chunk(states, jnp.asarray(pairs), chunk_key, num_rollouts)
+        out = _rollout_chunk(states, jnp.asarray(pairs), chunk_key, num_rollouts, weights)
         flat[pairs[:valid]] = np.asarray(out)[:valid]
         done += valid
         if progress is not None:
@@ -472,6 +480,8 @@ class ValueMSEConfig:
     symmetry: int | str = 0  # of the network evaluation: 0..7, "random" or "average"
     batch: int = 512  # rollout games (and network positions) evaluated at once
     seed: int = 0
+    # A gojax.rollout_policy file: its rollouts join the comparison, and the mix uses them.
+    rollout_policy: str | None = None
 
     def __post_init__(self):
         if not self.rollouts or min(self.rollouts) < 1:
@@ -526,6 +536,11 @@ def run_value_mse(config: ValueMSEConfig, *, show_progress: bool = False) -> Val
     from gojax.evaluate import make_evaluator
     from gojax.katago_model import load_model
 
+    weights = None
+    if config.rollout_policy:  # before the slow part: a bad file fails at once
+        from gojax.rollout_policy import load as load_rollout_policy
+
+        weights = load_rollout_policy(config.rollout_policy)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     games, skipped = load_games(config.sgf_dir, max_games=config.max_games)
@@ -548,6 +563,7 @@ def run_value_mse(config: ValueMSEConfig, *, show_progress: bool = False) -> Val
     )
     values = np.zeros(game_of.size, np.float32)
     outcomes = np.zeros((game_of.size, n_max), np.int8)
+    policy_outcomes = np.zeros((game_of.size, n_max), np.int8)
     truth = np.zeros(game_of.size, np.int8)  # z for the player to move
     for (size, _), members in _groups(games).items():
         group = [games[i] for i in members]
@@ -574,15 +590,38 @@ def run_value_mse(config: ValueMSEConfig, *, show_progress: bool = False) -> Val
                 states, key_rollouts, n_max, batch=config.batch, progress=progress
             )
         seconds["rollouts"] = seconds.get("rollouts", 0.0) + time.perf_counter() - clock
+        if weights is None:
+            continue
+        clock = time.perf_counter()
+        desc = f"fast policy rollouts {board}"
+        with _progress(show_progress, picks.size * n_max, desc, "game") as progress:
+            policy_outcomes[picks] = rollout_outcomes(
+                states,
+                jax.random.fold_in(key_rollouts, 1),
+                n_max,
+                batch=config.batch,
+                progress=progress,
+                weights=weights,
+            )
+        elapsed = time.perf_counter() - clock
+        seconds["policy_rollouts"] = seconds.get("policy_rollouts", 0.0) + elapsed
 
     predictions = {"value": values}
     labels = {"value": "value net"}
     for n in sorted(set(config.rollouts)):
         predictions[f"rollouts_{n}"] = outcomes[:, :n].mean(axis=1, dtype=np.float64)
         labels[f"rollouts_{n}"] = f"rollouts x{n}"
-    mix = (1.0 - config.lam) * values + config.lam * predictions[f"rollouts_{n_max}"]
+    mixed = f"rollouts_{n_max}"
+    if weights is not None:
+        for n in sorted(set(config.rollouts)):
+            mean = policy_outcomes[:, :n].mean(axis=1, dtype=np.float64)
+            predictions[f"policy_rollouts_{n}"] = mean
+            labels[f"policy_rollouts_{n}"] = f"fast policy x{n}"
+        mixed = f"policy_rollouts_{n_max}"
+    mix = (1.0 - config.lam) * values + config.lam * predictions[mixed]
     predictions["mix"] = mix
-    labels["mix"] = f"mix λ={config.lam:g} (x{n_max})"
+    source = "fast policy " if weights is not None else ""
+    labels["mix"] = f"mix λ={config.lam:g} ({source}x{n_max})"
     stats = mse_by_bucket(predictions, truth, bucket_of(move_of, config.bucket_width))
     return ValueMSEResult(
         config=config,
@@ -707,12 +746,13 @@ def save_plot(result: ValueMSEResult, path: str | os.PathLike, *, min_positions:
         raise ValueError(f"no bucket has {min_positions} positions to plot")
     x = np.arange(len(shown))
     fig, ax = plt.subplots(figsize=(8, 5))
-    rollout_keys = [k for k in result.evaluators if k.startswith("rollouts_")]
-    shades = plt.cm.Blues(np.linspace(0.35, 0.95, len(rollout_keys)))
     styles = {"value": {"color": "tab:red", "marker": "o", "linewidth": 2.5}}
     styles["mix"] = {"color": "tab:purple", "marker": "s", "linewidth": 2.0, "linestyle": "--"}
-    for key, shade in zip(rollout_keys, shades, strict=True):
-        styles[key] = {"color": shade, "marker": ".", "linewidth": 1.5}
+    # Random rollouts in blues, fast-policy rollouts in greens, darker for more of them.
+    for prefix, colours in (("rollouts_", plt.cm.Blues), ("policy_rollouts_", plt.cm.Greens)):
+        keys = [k for k in result.evaluators if k.startswith(prefix)]
+        for key, shade in zip(keys, colours(np.linspace(0.35, 0.95, len(keys))), strict=True):
+            styles[key] = {"color": shade, "marker": ".", "linewidth": 1.5}
     for key, label in result.evaluators.items():
         ax.plot(x, [stats["mse"][key][i] for i in shown], label=label, **styles[key])
     ax.set_xticks(x, [bucket_label(stats["buckets"][i], width) for i in shown], rotation=45)
@@ -720,7 +760,7 @@ def save_plot(result: ValueMSEResult, path: str | os.PathLike, *, min_positions:
     ax.set_ylabel("mean squared error against the outcome")
     sizes = "/".join(f"{s}x{s}" for s in result.board_sizes)
     ax.set_title(
-        f"{result.model_name}\nvalue net vs random rollouts: {result.games} {sizes} games, "
+        f"{result.model_name}\nvalue net vs rollouts: {result.games} {sizes} games, "
         f"{stats['overall_count']} positions",
         fontsize=11,
     )
@@ -760,6 +800,7 @@ def cmd_value_mse(args: argparse.Namespace) -> int:
         symmetry=args.symmetry,
         batch=args.batch,
         seed=args.seed,
+        rollout_policy=args.rollout_policy,
     )
     result = run_value_mse(config, show_progress=not args.quiet)
     skipped = ", ".join(f"{n} {why}" for why, n in result.skipped.items()) or "none"
@@ -784,7 +825,8 @@ def register(commands) -> None:
     """Add ``gojax value-mse`` to the subcommands of the ``gojax`` parser."""
     parser = commands.add_parser(
         "value-mse",
-        help="AlphaGo's Fig. 2b: value net vs random rollouts as predictors of the outcome",
+        help="AlphaGo's Fig. 2b: value net vs rollouts (random or a fast rollout policy) as "
+        "predictors of the outcome",
     )
     parser.add_argument("--model", required=True, metavar="M", help="a KataGo model file (.bin.gz)")
     parser.add_argument(
@@ -832,6 +874,12 @@ def register(commands) -> None:
         help="games simulated at once (default 512)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rollout-policy",
+        metavar="NPZ",
+        help="also play the rollouts with this fast rollout policy (gojax train-rollout's "
+        "rollout_policy.npz); the mix then uses them",
+    )
     parser.add_argument("--out", metavar="PNG", help="write the plot here")
     parser.add_argument(
         "--min-positions",

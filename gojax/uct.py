@@ -15,8 +15,11 @@ The rollout policy: uniform over the legal moves, except (by default) moves
 that fill one of the mover's own single-point eyes -- the one piece of
 knowledge every Monte-Carlo Go program had, since without it random play
 fills its own eyes and every group dies. Pass is played only when nothing
-else is allowed. A rollout ends with two passes or the game's move cap
-(``GoState.max_moves``), and is scored by the rules' area count.
+else is allowed. Given ``weights`` (``gojax.rollout_policy``, AlphaGo's
+fast rollout policy fitted to game records), a move is drawn from that
+policy's softmax over the same moves instead. A rollout ends with two passes
+or the game's move cap (``GoState.max_moves``), and is scored by the rules'
+area count.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import jax.numpy as jnp
 
 from gojax._board import GoState, legal_moves, play, winner
 from gojax._moves import own_eyes
+from gojax.rollout_policy import RolloutWeights
+from gojax.rollout_policy import logits as policy_logits
 from gojax.search import Evaluator, SearchConfig, SearchOutput, search, uniform_evaluator
 
 __all__ = [
@@ -52,13 +57,19 @@ def rollout_moves(state: GoState, *, avoid_eyes: bool = True) -> jax.Array:
 
 
 def random_rollout(
-    states: GoState, key: jax.Array, num_rollouts: int = 1, *, avoid_eyes: bool = True
+    states: GoState,
+    key: jax.Array,
+    num_rollouts: int = 1,
+    *,
+    avoid_eyes: bool = True,
+    weights: RolloutWeights | None = None,
 ) -> jax.Array:
     """``[B]`` mean result of ``num_rollouts`` random games from each state, in [-1, 1].
 
     The result is +1 for a win of the player to move in ``states``, -1 for a
     loss, 0 for a draw (Tromp-Taylor area with komi at the end). A finished
-    game is just scored.
+    game is just scored. Moves are uniform over :func:`rollout_moves`, or
+    drawn from the rollout policy ``weights`` over the same moves.
     """
     batch = states.to_play.shape[0]
     games = jax.tree.map(lambda x: jnp.repeat(x, num_rollouts, axis=0), states)  # [B * R]
@@ -71,7 +82,12 @@ def random_rollout(
         games, key = carry
         key, draw = jax.random.split(key)
         allowed = jax.vmap(lambda s: rollout_moves(s, avoid_eyes=avoid_eyes))(games)
-        actions = jax.random.categorical(draw, jnp.where(allowed, 0.0, -jnp.inf))
+        if weights is None:
+            preference = jnp.zeros(allowed.shape, jnp.float32)
+        else:  # pass is allowed only when no point is, so its logit never competes
+            points = jax.vmap(policy_logits, in_axes=(None, 0))(weights, games)
+            preference = jnp.pad(points, ((0, 0), (0, 1)))
+        actions = jax.random.categorical(draw, jnp.where(allowed, preference, -jnp.inf))
         # A finished game has no allowed move and ``play`` leaves it unchanged.
         return jax.vmap(play)(games, actions), key
 
@@ -82,14 +98,19 @@ def random_rollout(
 
 
 def mixed_evaluator(
-    evaluator: Evaluator, lam: float, rollouts: int = 1, *, avoid_eyes: bool = True
+    evaluator: Evaluator,
+    lam: float,
+    rollouts: int = 1,
+    *,
+    avoid_eyes: bool = True,
+    weights: RolloutWeights | None = None,
 ) -> Evaluator:
     """AlphaGo's leaf value ``(1 - lam) * v + lam * z``: a value net mixed with rollouts.
 
     ``v`` is ``evaluator``'s value, ``z`` the mean of ``rollouts`` random
-    games (:func:`random_rollout`); the prior is ``evaluator``'s. AlphaGo
-    used ``lam = 0.5``; ``lam = 0`` skips the rollouts, ``lam = 1`` is pure
-    Monte-Carlo.
+    games (:func:`random_rollout`, with the rollout policy ``weights`` if
+    given); the prior is ``evaluator``'s. AlphaGo used ``lam = 0.5``;
+    ``lam = 0`` skips the rollouts, ``lam = 1`` is pure Monte-Carlo.
     """
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], not {lam}")
@@ -101,15 +122,20 @@ def mixed_evaluator(
         logits, value = evaluator(states, key_net)
         if lam == 0.0:
             return logits, value
-        z = random_rollout(states, key_rollout, rollouts, avoid_eyes=avoid_eyes)
+        z = random_rollout(states, key_rollout, rollouts, avoid_eyes=avoid_eyes, weights=weights)
         return logits, (1.0 - lam) * value + lam * z
 
     return evaluate
 
 
-def rollout_evaluator(rollouts: int = 1, *, avoid_eyes: bool = True) -> Evaluator:
-    """Uniform prior over legal moves, value = mean of ``rollouts`` random games."""
-    return mixed_evaluator(uniform_evaluator(), 1.0, rollouts, avoid_eyes=avoid_eyes)
+def rollout_evaluator(
+    rollouts: int = 1, *, avoid_eyes: bool = True, weights: RolloutWeights | None = None
+) -> Evaluator:
+    """Uniform prior over legal moves, value = mean of ``rollouts`` random games
+    (played by the rollout policy ``weights`` if given)."""
+    return mixed_evaluator(
+        uniform_evaluator(), 1.0, rollouts, avoid_eyes=avoid_eyes, weights=weights
+    )
 
 
 def uct_search(
@@ -124,6 +150,7 @@ def uct_search(
     avoid_eyes: bool = True,
     moves: str = "legal",
     tree=None,
+    weights: RolloutWeights | None = None,
 ) -> SearchOutput:
     """UCT (UCB1 selection) over ``[B]`` positions, leaves valued by random rollouts.
 
@@ -133,12 +160,17 @@ def uct_search(
     ``c`` is UCB1's constant on Q in [-1, 1]. ``moves`` is the tree's move
     set (``SearchConfig.moves``; rollouts always avoid their own eyes when
     ``avoid_eyes``). ``tree`` continues a reused
-    tree as in ``search``. Jittable with everything but ``states``, ``key``
-    and ``tree`` static.
+    tree as in ``search``. ``weights`` (``gojax.rollout_policy``) play the
+    rollouts with AlphaGo's fast rollout policy instead of uniformly. Jittable
+    with everything but ``states``, ``key``, ``tree`` and ``weights`` static.
     """
     base = uniform_evaluator() if evaluator is None else evaluator
     leaf = mixed_evaluator(
-        base, 1.0 if evaluator is None else lam, rollouts_per_leaf, avoid_eyes=avoid_eyes
+        base,
+        1.0 if evaluator is None else lam,
+        rollouts_per_leaf,
+        avoid_eyes=avoid_eyes,
+        weights=weights,
     )
     config = SearchConfig(
         kind="uct",

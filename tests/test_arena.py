@@ -227,6 +227,18 @@ def test_uct_agent_batch_invariant():
     np.testing.assert_array_equal(whole.actions, halves.actions)
 
 
+def test_uct_agent_with_a_fast_rollout_policy_plays():
+    from gojax import rollout_policy
+
+    weights = rollout_policy.zero_weights()._replace(last=jnp.asarray([4.0, 2, 1, 0, 0, 0]))
+    fast = uct_agent(4, rollout_weights=weights, rollout_label="local")
+    assert fast.name == "uct4+local" and uct_agent(4).name == "uct4"
+    result = play_arena(
+        fast, random_agent(), jax.random.PRNGKey(2), size=SIZE, komi=KOMI, max_moves=8, num_games=2
+    )
+    assert result.actions.shape[0] == 2 and (result.actions[:, 0] < SIZE * SIZE).all()
+
+
 def test_search_agent_mixes_rollouts_into_its_leaf_values():
     """AlphaGo's leaf value in the arena: with komi 100 and lambda 1 every leaf is a lost
     random game for Black, so Black's root value is exactly -1; lambda 0 is the net's."""

@@ -96,6 +96,7 @@ def test_grid_order_and_steps():
     assert agent_name(10, "puct", 8, 1.25) == "step10/puct8/c1.25"
     assert agent_name(10, "puct", 8, 1.25, "mine") == "mine/step10/puct8/c1.25"
     assert agent_name(10, "puct", 8, 1.25, "", 0.5) == "step10/puct8/c1.25/lam0.5"
+    assert agent_name(10, "puct", 8, 1.25, "", 0.5, "fast") == "step10/puct8/c1.25/lam0.5+fast"
     assert len({x.id for x in cells}) == len(cells)
     c.checkpoints.steps = (30,)
     with pytest.raises(ValueError, match="no checkpoint at step 30"):
@@ -107,6 +108,8 @@ def test_grid_order_and_steps():
     [
         ("opponents", ("random", "alphago"), "unknown opponent 'alphago'"),
         ("opponents", ("uct:0",), "unknown opponent"),
+        ("opponents", ("uct:16:",), "unknown opponent"),
+        ("search.rollout_policy", "p.npz", "needs search.rollout_lambda > 0"),
         ("opponents", ("gnugo:12",), "unknown opponent"),
         ("games.num_games", 0, "num_games must be positive"),
         ("opponents", ("random", "gnugo:3"), "opening_moves must be 0 with a gnugo"),
@@ -123,6 +126,25 @@ def test_bad_configs_are_clear_errors(key, value, message):
     c.games.opening_moves = 2
     with pytest.raises(ValueError, match=message):
         check_config(c)
+
+
+def test_rollout_policy_opponents_and_files(tmp_path):
+    from eval.sweep import rollout_policy_label
+    from gojax import rollout_policy
+
+    arg = "16:runs/fast/rollout_policy.npz"
+    assert _parse_opponent(f"uct:{arg}") == ("uct", arg)
+    assert rollout_policy_label("runs/fast/rollout_policy.npz") == "fast"
+    assert rollout_policy_label("weights/patterns9.npz") == "patterns9"
+    c = default_config()
+    c.checkpoints.workdir = "run"
+    c.search.rollout_lambda = 0.5
+    c.search.rollout_policy = str(tmp_path / "missing.npz")
+    with pytest.raises(ValueError, match="missing.npz: no such rollout policy file"):
+        check_config(c)
+    rollout_policy.save(tmp_path / "fast.npz", rollout_policy.zero_weights())
+    c.search.rollout_policy = str(tmp_path / "fast.npz")
+    check_config(c)
 
 
 def test_unknown_keys_are_rejected(tmp_path, capsys, monkeypatch):

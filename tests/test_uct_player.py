@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from test_gtp import ask, run
 
 from eval.engine import Engine
@@ -42,3 +43,25 @@ def test_uct_analysis_lists_visited_moves_with_uniform_priors():
     assert infos and sum(int(v) for _, v in infos) <= 32
     # No eye filling and no pass on an empty board: the sensible move set.
     assert all(move != "pass" for move, _ in infos)
+
+
+def test_uct_with_a_fast_rollout_policy_over_gtp(tmp_path):
+    import argparse
+
+    import jax.numpy as jnp
+
+    from eval.gtp import make_engine
+    from gojax import rollout_policy
+
+    weights = rollout_policy.zero_weights()._replace(last=jnp.asarray([4.0, 2, 1, 0, 0, 0]))
+    engine = Engine(UCTPlayer(visits=8, rollout_weights=weights), size=5, komi=0.5)
+    assert "fast policy" in engine.player.name
+    gtp = GTPServer(engine, io.StringIO(), version="test")
+    assert re.fullmatch(r"= [A-E][1-5]", ask(gtp, "genmove b"))
+    path = tmp_path / "policy.npz"
+    rollout_policy.save(path, weights)
+    args = argparse.Namespace(
+        player="policy", rollout_policy=str(path), model=None, checkpoint=None
+    )
+    with pytest.raises(ValueError, match="--rollout-policy plays rollouts"):
+        make_engine(args)

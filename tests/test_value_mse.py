@@ -20,7 +20,7 @@ from eval.value_mse import (
     rollout_outcomes,
     sample_positions,
 )
-from gojax import cli
+from gojax import cli, rollout_policy
 
 MODEL = "g170-b6c96-s175395328-d26788732.bin.gz"
 
@@ -84,10 +84,22 @@ def test_rollouts_from_a_won_position_agree_and_an_open_one_varies():
     outcomes = rollout_outcomes(states, jax.random.key(0), 32, batch=24)
     assert outcomes.shape == (2, 32) and outcomes.dtype == np.int8
     assert (outcomes[0] == 1).all() and (outcomes[1] == -1).all()
+    # A fast rollout policy (any weights) plays the same moves, only likelier or not.
+    outcomes = rollout_outcomes(states, jax.random.key(0), 8, batch=16, weights=noisy_policy())
+    assert (outcomes[0] == 1).all() and (outcomes[1] == -1).all()
 
     empty = stack(position("\n".join(["....."] * 5), rules="chinese", komi=0.5))
     outcomes = rollout_outcomes(empty, jax.random.key(1), 64, batch=24)
     assert 0 < np.sum(outcomes == 1) < 64
+
+
+def noisy_policy() -> rollout_policy.RolloutWeights:
+    """Rollout policy weights drawn at random: the moves' odds far from uniform."""
+    keys = jax.random.split(jax.random.key(7), 2)
+    return rollout_policy.zero_weights()._replace(
+        pattern=3.0 * jax.random.normal(keys[0], (rollout_policy.NUM_PATTERNS,)),
+        last=jax.random.normal(keys[1], (rollout_policy.NUM_OFFSETS,)),
+    )
 
 
 def write_games(folder: Path, games: dict[str, str]) -> None:
@@ -150,6 +162,8 @@ def test_end_to_end_on_two_reference_games(capsys, tmp_path):
     model = reference_path("katago", MODEL)
     games = reference_path("sgf", "katago-9x9")
     out_json, out_png = tmp_path / "r.json", tmp_path / "plot" / "r.png"
+    policy = tmp_path / "fast" / "rollout_policy.npz"
+    rollout_policy.save(policy, noisy_policy())
     code, out, _ = run(
         capsys,
         "value-mse",
@@ -170,16 +184,27 @@ def test_end_to_end_on_two_reference_games(capsys, tmp_path):
         str(out_json),
         "--out",
         str(out_png),
+        "--rollout-policy",
+        str(policy),
     )
     assert code == 0
-    assert "value net" in out and "rollouts x2" in out and "mix λ=0.5 (x2)" in out
+    assert "value net" in out and "rollouts x2" in out and "fast policy x2" in out
+    assert "mix λ=0.5 (fast policy x2)" in out
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     umask = os.umask(0)
     os.umask(umask)
     assert out_json.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private mode
     result = json.loads(out_json.read_text())
     assert result["games"] == 2 and result["config"]["rollouts"] == [2, 1]
-    assert list(result["evaluators"]) == ["value", "rollouts_1", "rollouts_2", "mix"]
+    assert list(result["evaluators"]) == [
+        "value",
+        "rollouts_1",
+        "rollouts_2",
+        "policy_rollouts_1",
+        "policy_rollouts_2",
+        "mix",
+    ]
+    assert result["config"]["rollout_policy"] == str(policy)
     assert sum(result["count"]) == result["overall_count"] >= 4  # >= 2 buckets per game
     assert result["bucket_labels"][0] == "0-29"
     mse = result["overall"]
@@ -188,4 +213,8 @@ def test_end_to_end_on_two_reference_games(capsys, tmp_path):
     for m, n in zip(result["mse"]["rollouts_1"], result["count"], strict=True):
         assert np.isclose(m * n, round(m * n))
     # Squared error is convex: the mix is never worse than the mix of the errors.
-    assert mse["mix"] <= 0.5 * mse["value"] + 0.5 * mse["rollouts_2"] + 1e-9
+    assert mse["mix"] <= 0.5 * mse["value"] + 0.5 * mse["policy_rollouts_2"] + 1e-9
+    # Bad policy files are one-line errors.
+    bad = ["--rollout-policy", str(tmp_path / "none.npz"), "--max-games", "1"]
+    code, _, err = run(capsys, "value-mse", "--model", str(model), "--sgf-dir", str(games), *bad)
+    assert code == 2 and "no such rollout policy file" in err

@@ -244,3 +244,48 @@ def register_value(commands) -> None:
         "--rl", help="the RL policy run that finishes the games (sets players.rl_workdir)"
     )
     parser.set_defaults(run=cmd_train_value, overrides=[])
+
+
+# ----------------------------------------------------------------------------
+# gojax train-rollout
+
+
+def cmd_train_rollout(args) -> int:
+    from train.loop import apply_overrides, load_config
+    from train.rollout_policy import train_rollout
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    if args.sgf_dir:
+        config.data.sgf_dir = args.sgf_dir
+    summary = train_rollout(config, args.workdir)
+    held = summary["eval"]["holdout"]
+    print(
+        f"held-out moves predicted: {held['accuracy']:.1%} (uniform over the same moves "
+        f"{held['uniform_accuracy']:.1%}), log-loss {held['nll']:.3f} (uniform "
+        f"{held['uniform_nll']:.3f}) on {summary['holdout']} positions; training positions "
+        f"{summary['eval']['train']['accuracy']:.1%}",
+        file=sys.stderr,
+    )
+    print(
+        f"stopped at step {summary['step']} ({summary['stopped']}) on {summary['positions']} "
+        f"positions; policy {os.path.join(args.workdir, 'rollout_policy.npz')}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register_rollout(commands) -> None:
+    """Add ``gojax train-rollout`` to the subcommands of the ``gojax`` parser."""
+    parser = add_config_command(
+        commands,
+        "train-rollout",
+        help="AlphaGo's fast rollout policy: a linear softmax over local patterns fitted to "
+        "a folder of SGF games (resumes from the workdir)",
+        description="Fits the pattern weights of gojax.rollout_policy to the moves of SGF "
+        "games; overrides: --config.KEY=VALUE.",
+    )
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="policy, checkpoint, metrics, plots")
+    parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")
+    parser.set_defaults(run=cmd_train_rollout, overrides=[])

@@ -1,0 +1,35 @@
+"""AlphaGo's fast rollout policy in play on 9x9: UCT with it against UCT with random moves.
+
+After ``configs/rollout_alphago_go9.py`` and the SL run of
+``configs/sl_alphago_go9.py`` (seed 0)::
+
+    gojax sweep --config configs/sweep_alphago_rollout_go9.py --workdir runs/alphago_rollout_sweep
+
+Grid: the SL run's net with a 32-simulation PUCT search (the net alone, no
+rollouts) x two classical UCT opponents with 64 simulations a move, one
+rollout each: uniform random moves (``uct:64``) and the fast rollout policy
+(``uct:64:<file>``, named ``uct64+rollout_alphago_go9``). The common
+opponent places both UCTs on one rating scale. 64 games a cell (9x9, komi 7,
+colour pairs opening with two random moves, every search over the sensible
+moves). Results in docs/papers.md ("AlphaGo: the fast rollout policy").
+"""
+
+from eval.sweep import default_config
+
+
+def get_config():
+    c = default_config()
+    c.seed = 0
+    c.checkpoints.workdir = "runs/sl_alphago_go9/alphago_seed0"
+    c.checkpoints.steps = (-1,)
+    c.checkpoints.label = "sl"
+    c.search.kinds = ("puct",)
+    c.search.simulations = (32,)
+    c.search.c_puct = (1.25,)
+    c.search.moves = "sensible"
+    c.opponents = ("uct:64", "uct:64:runs/rollout_alphago_go9/rollout_policy.npz")
+    c.games.num_games = 64
+    c.games.batch_size = 0
+    c.games.opening_moves = 2
+    c.ratings.anchor = "uct64"
+    return c
