@@ -168,3 +168,10 @@ def test_features_bench_times_every_encoder_against_katagos():
     assert all(r["positions_per_s"] > 0 for r in rows)
     katago = rows[-1]
     assert katago["vs_katago"] == 1.0
+
+
+def test_rollouts_bench_times_both_policies():
+    result = run_bench("rollouts.py")
+    (row,) = result["rows"]
+    assert row["random_games_per_s"] > 0 and row["fast_games_per_s"] > 0
+    assert row["fast_cost"] == pytest.approx(row["random_games_per_s"] / row["fast_games_per_s"])
