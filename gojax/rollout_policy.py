@@ -111,13 +111,13 @@ def _ring_table(size: int) -> np.ndarray:
 
 @functools.cache
 def _offset_table(size: int) -> np.ndarray:
-    """``[P + 1, P]`` int32: the offset class of each point from move ``q`` (row ``P``: none)."""
+    """``[P + 1, P]`` int8: the offset class of each point from move ``q`` (row ``P``: none)."""
     p = size * size
     rows, cols = np.divmod(np.arange(p), size)
     dr = np.abs(rows[:, None] - rows[None, :])
     dc = np.abs(cols[:, None] - cols[None, :])
     near, far = np.minimum(dr, dc), np.maximum(dr, dc)
-    table = np.full((p + 1, p), _FAR, np.int32)
+    table = np.full((p + 1, p), _FAR, np.int8)
     for (a, b), cls in _OFFSET_CLASS.items():
         table[:p][(near == a) & (far == b)] = cls
     return table
@@ -146,7 +146,7 @@ def pattern_codes(state: GoState) -> jax.Array:
 
 
 def _offsets_from(state: GoState, back: int) -> jax.Array:
-    """``[P]`` int32: offset class of each point from the move ``back`` moves ago."""
+    """``[P]`` int8: offset class of each point from the move ``back`` moves ago."""
     p = state.board.shape[-1]
     move = state.recent_moves[back].astype(jnp.int32)
     row = jnp.where((move < 0) | (move >= p), p, move)  # none or a pass: every point "far"
@@ -158,8 +158,8 @@ def features(state: GoState) -> dict[str, jax.Array]:
     ``last [P]`` and ``own_last [P]`` int8 (offset classes from the last two moves)."""
     return {
         "pattern": pattern_codes(state),
-        "last": _offsets_from(state, 0).astype(jnp.int8),
-        "own_last": _offsets_from(state, 1).astype(jnp.int8),
+        "last": _offsets_from(state, 0),
+        "own_last": _offsets_from(state, 1),
     }
 
 
