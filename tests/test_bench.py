@@ -23,10 +23,10 @@ def run_bench(script: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
-def test_search_bench_compares_with_pgx_under_both_rule_sets():
+def test_search_bench_compares_with_pgx():
     result = run_bench("search.py")
     rows = {row["rules"]: row for row in result["search"]}
-    assert set(rows) == {"tromp-taylor", "chinese"}
+    assert set(rows) == {"chinese"}  # the smoke's one row: the rules pgx's mask enforces
     for row in rows.values():
         assert row["ours_sims_per_s"] > 0 and row["pgx_sims_per_s"] > 0
         assert row["ratio_ours_over_pgx"] == pytest.approx(
