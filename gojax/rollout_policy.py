@@ -9,8 +9,9 @@ with sizes chosen for a table lookup in JAX:
 
 * **non-response pattern**: the 3x3 neighbourhood of the point. Each of the 8
   neighbours is one of 6 states seen from the mover's side -- empty, off the
-  board, own stone whose chain has 1 liberty or more, opponent stone with 1
-  liberty or more -- so captures, escapes from atari and ataris are visible.
+  board, own stone whose chain has 1 liberty, own stone with 2 or more,
+  opponent stone with 1, opponent stone with 2 or more -- so captures,
+  escapes from atari and ataris are visible.
   Patterns equal under the 8 symmetries of the square share one weight (the
   smallest of the 8 codes indexes a table of ``6**8`` weights);
 * **response pattern**: a second weight of the same pattern, added when the
