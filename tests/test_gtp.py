@@ -810,3 +810,12 @@ def test_search_with_alphagos_mixed_leaf_value():
         SearchPlayer(model, rollout_lambda=1.5)
     args = build_parser().parse_args(["gtp", "--model", "x", "--rollout-lambda", "0.5"])
     assert args.rollout_lambda == 0.5 and args.rollouts == 1
+    # The rollouts played by a fast rollout policy: still every one lost by Black.
+    from gojax import rollout_policy
+
+    weights = rollout_policy.zero_weights()._replace(last=jax.numpy.arange(6.0))
+    fast = SearchPlayer(model, visits=8, rollout_lambda=1.0, rollout_weights=weights)
+    assert "of the fast policy" in fast.name
+    assert fast.analyze(state, visits=8, key=key).winrate == 0.0
+    with pytest.raises(ValueError, match="needs rollout_lambda > 0"):
+        SearchPlayer(model, rollout_weights=weights)
