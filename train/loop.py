@@ -292,17 +292,21 @@ def _saved_config(directory: str, step: int) -> dict[str, Any] | None:
         return None
 
 
-def _check_resumable(saved: dict[str, Any] | None, current: dict[str, Any], workdir, step) -> None:
-    """Raise ``ValueError`` naming the keys if ``current`` may not resume ``saved``."""
+def _check_resumable(
+    saved: dict[str, Any] | None, current: dict[str, Any], workdir, step, where=None
+) -> None:
+    """Raise ``ValueError`` naming the keys if ``current`` may not resume ``saved``;
+    the message names ``where`` (default: the workdir's checkpoints folder)."""
     if saved is None:
         return
     bad = incompatible_keys(saved, current)
     if bad:
         old, new = _flatten(saved), _flatten(current)
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in bad)
+        where = where or Path(workdir) / "checkpoints"
         raise ValueError(
-            f"{Path(workdir) / 'checkpoints'}: cannot resume step {step} with a different "
-            f"config ({detail}); use a new workdir"
+            f"{where}: cannot resume step {step} with a different config ({detail}); "
+            "use a new workdir"
         )
 
 

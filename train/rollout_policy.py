@@ -46,7 +46,7 @@ from gojax import rollout_policy
 from gojax._atomic import write_atomic
 from gojax.rollout_policy import RolloutWeights, logits_from_features
 from gojax.uct import rollout_moves
-from train.loop import _flatten, _Metrics, config_to_json, incompatible_keys
+from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
 from train.steps import run_steps
 from train.supervised import SGFStream, sgf_files
 
@@ -271,19 +271,6 @@ def _restore_checkpoint(path: Path, template) -> tuple[int, Any, dict[str, Any]]
     return step, jax.tree.unflatten(structure, [jnp.asarray(x) for x in leaves]), config
 
 
-def _check_config(saved: dict, current: dict, checkpoint: Path, step: int) -> None:
-    """ValueError naming the keys if ``current`` may not continue the saved run
-    (only ``train.*`` may change)."""
-    bad = incompatible_keys(saved, current)
-    if bad:
-        old, new = _flatten(saved), _flatten(current)
-        detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in bad)
-        raise ValueError(
-            f"{checkpoint}: cannot resume step {step} with a different config ({detail}); "
-            "use a new workdir"
-        )
-
-
 class _NoAsyncSaves:
     """What ``run_steps`` calls on a checkpointer: saves here are synchronous."""
 
@@ -312,7 +299,8 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
     step = 0
     if checkpoint.exists():  # before reading the games: a bad resume fails fast
         step, (weights, opt_state), saved = _restore_checkpoint(checkpoint, (weights, opt_state))
-        _check_config(saved, config_json, checkpoint, step)
+        # Only train.* may change on resume.
+        _check_resumable(saved, config_json, workdir, step, where=checkpoint)
     stream = SGFStream(
         [],
         encode,
