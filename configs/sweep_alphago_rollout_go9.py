@@ -6,9 +6,9 @@ After ``configs/rollout_alphago_go9.py`` and the SL run of
     gojax sweep --config configs/sweep_alphago_rollout_go9.py --workdir runs/alphago_rollout_sweep
 
 Grid: the SL run's net with a 32-simulation PUCT search (the net alone, no
-rollouts) x two classical UCT opponents with 64 simulations a move, one
-rollout each: uniform random moves (``uct:64``) and the fast rollout policy
-(``uct:64:<file>``, named ``uct64+rollout_alphago_go9``). The common
+rollouts) x two classical UCT opponents with 32 simulations a move, one
+rollout each: uniform random moves (``uct:32``) and the fast rollout policy
+(``uct:32:<file>``, named ``uct32+rollout_alphago_go9``). The common
 opponent places both UCTs on one rating scale. 64 games a cell (9x9, komi 7,
 colour pairs opening with two random moves, every search over the sensible
 moves). Results in docs/papers.md ("AlphaGo: the fast rollout policy").
@@ -27,9 +27,9 @@ def get_config():
     c.search.simulations = (32,)
     c.search.c_puct = (1.25,)
     c.search.moves = "sensible"
-    c.opponents = ("uct:64", "uct:64:runs/rollout_alphago_go9/rollout_policy.npz")
+    c.opponents = ("uct:32", "uct:32:runs/rollout_alphago_go9/rollout_policy.npz")
     c.games.num_games = 64
     c.games.batch_size = 0
     c.games.opening_moves = 2
-    c.ratings.anchor = "uct64"
+    c.ratings.anchor = "uct32"
     return c
