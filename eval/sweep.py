@@ -612,8 +612,8 @@ def run_sweep(
         if kind == "run":
             other, step = _split_run(arg)
             agents.check_board(other, int(step), board["size"])
-        if kind == "uct" and _uct_arg(arg)[1]:
-            _rollout_weights(_uct_arg(arg)[1])  # a clear error before any game
+        if kind == "uct" and (policy := _uct_arg(arg)[1]):
+            _rollout_weights(policy)  # a clear error before any game
     workdir.mkdir(parents=True, exist_ok=True)
     _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
     todo = [cell for cell in grid if read_cell(workdir, cell) is None]

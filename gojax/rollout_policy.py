@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gojax._atomic import write_atomic
-from gojax._board import EMPTY, GoState
+from gojax._board import _OFF_BOARD, EMPTY, GoState
 
 __all__ = [
     "NUM_PATTERNS",
@@ -132,14 +132,14 @@ def pattern_codes(state: GoState) -> jax.Array:
     Defined for stones too (only empty points are ever played).
     """
     ring = _ring_table(state.size)
-    board = jnp.append(state.board, jnp.int8(2))[ring]  # [P, 8]; 2 = off the board
+    board = jnp.append(state.board, jnp.int8(_OFF_BOARD))[ring]  # [P, 8]
     libs = jnp.append(state.liberties, jnp.int16(0))[ring]
     own = board == state.to_play
     atari = libs == 1
     digit = jnp.where(
         board == EMPTY,
         0,
-        jnp.where(board == 2, 1, jnp.where(own, 2, 4) + jnp.where(atari, 0, 1)),
+        jnp.where(board == _OFF_BOARD, 1, jnp.where(own, 2, 4) + jnp.where(atari, 0, 1)),
     ).astype(jnp.int32)
     powers = jnp.asarray(STATES ** np.arange(8), jnp.int32)
     codes = jnp.stack([digit[:, perm] @ powers for perm in _SYMMETRIES], axis=-1)  # [P, 8]

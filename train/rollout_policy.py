@@ -134,7 +134,7 @@ def encode(states) -> dict[str, jax.Array]:
 def _examples(games: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """The games' positions whose record move the rollout move set allows, stacked.
 
-    Adds ``covered``: how many record moves there were, and how many are kept.
+    Adds ``moves``: how many record moves there were (kept or not).
     """
     inputs = {k: np.concatenate([g["inputs"][k] for g in games]) for k in games[0]["inputs"]}
     action = np.concatenate([g["action"] for g in games]).astype(np.int32)
@@ -172,9 +172,10 @@ def _masked_logits(weights: RolloutWeights, batch: dict[str, jax.Array]) -> jax.
     return jnp.where(batch["allowed"], full, -jnp.inf)
 
 
-def _nll(weights: RolloutWeights, batch: dict[str, jax.Array]) -> jax.Array:
-    logp = jax.nn.log_softmax(_masked_logits(weights, batch))
-    return -jnp.take_along_axis(logp, batch["action"][:, None], axis=1)[:, 0]
+def _nll(logits: jax.Array, action: jax.Array) -> jax.Array:
+    """``[B]``: ``-log softmax(logits)[action]`` of each row."""
+    logp = jax.nn.log_softmax(logits)
+    return -jnp.take_along_axis(logp, action[:, None], axis=1)[:, 0]
 
 
 def _squared_norm(weights: RolloutWeights) -> jax.Array:
@@ -191,7 +192,8 @@ def _make_step(train):
     @jax.jit
     def step(weights, opt_state, batch):
         def loss_fn(w):
-            return jnp.mean(_nll(w, batch)) + train.l2 * _squared_norm(w)
+            nll = _nll(_masked_logits(w, batch), batch["action"])
+            return jnp.mean(nll) + train.l2 * _squared_norm(w)
 
         loss, grads = jax.value_and_grad(loss_fn)(weights)
         updates, opt_state = optimizer.update(grads, opt_state, weights)
@@ -204,12 +206,10 @@ def _make_step(train):
 def _chunk_metrics(weights, batch, valid):
     """Sums over one chunk: policy and uniform log-loss and accuracy (``valid`` rows)."""
     logits = _masked_logits(weights, batch)
-    logp = jax.nn.log_softmax(logits)
-    rows = jnp.arange(batch["action"].shape[0])
     count = jnp.sum(batch["allowed"], axis=1).astype(jnp.float32)
     hit = jnp.argmax(logits, axis=1) == batch["action"]
     sums = {
-        "nll": -logp[rows, batch["action"]],
+        "nll": _nll(logits, batch["action"]),
         "accuracy": hit.astype(jnp.float32),
         "uniform_nll": jnp.log(count),
         "uniform_accuracy": 1.0 / count,  # the chance a uniform draw is the move
@@ -321,6 +321,7 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
     write_atomic(workdir / "config.json", json.dumps(config_json, indent=2))
     metrics = _Metrics(workdir, True, panels=PANELS)
     update = _make_step(train)
+    # "held", "seen": the last evaluation's numbers (run_steps always evaluates the last step).
     state = {"weights": weights, "opt_state": opt_state, "step": step, "saved": step}
 
     def advance(current: int) -> dict[str, Any]:
@@ -335,8 +336,8 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
 
     def evaluate(current: int) -> dict[str, Any]:
         del current
-        held = evaluate_policy(state["weights"], holdout)
-        seen = evaluate_policy(state["weights"], probe)
+        held = state["held"] = evaluate_policy(state["weights"], holdout)
+        seen = state["seen"] = evaluate_policy(state["weights"], probe)
         norm = math.sqrt(float(_squared_norm(state["weights"])))
         return (
             {f"holdout.{k}": v for k, v in held.items()}
@@ -362,8 +363,7 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
         unit="step",
         postfix=lambda r: {"loss": f"{r['loss']:.3f}"} if "loss" in r else {},
     )
-    final = evaluate_policy(state["weights"], holdout)
-    seen = evaluate_policy(state["weights"], probe)
+    final, seen = state["held"], state["seen"]
     sources = f"{len(train_games)} games from {config.data.sgf_dir}"
     rollout_policy.save(
         workdir / "rollout_policy.npz",
