@@ -33,7 +33,7 @@ def get_config():
     c.search.simulations = (32,)
     c.search.c_puct = (1.25,)
     c.search.moves = "sensible"
-    c.search.rollout_lambda = 0.0
+    c.search.rollout_lambda = (0.0,)
     c.search.rollouts = 1
     c.opponents = ("run:runs/sl_alphago_go9/alphago_seed0", "uct:128")
     c.games.num_games = 128

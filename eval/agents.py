@@ -177,7 +177,8 @@ def search_agent(
     if rollout_weights is not None and not rollout_lambda:
         raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
     fast = rollout_weights is not None
-    policy = _search_policy(spec, config, float(rollout_lambda), int(rollouts), fast)
+    rollouts = int(rollouts) if rollout_lambda else 1  # unused at lambda 0: one compiled search
+    policy = _search_policy(spec, config, float(rollout_lambda), rollouts, fast)
     params = (variables, rollout_weights) if fast else variables
     return Agent(name, policy, params, has_value=True)
 

@@ -3,7 +3,8 @@
 ``gojax sweep --config configs/sweep_go9_tiny.py --workdir DIR`` plays every
 cell of the grid
 
-    checkpoints.steps x search.kinds x search.simulations x search.c_puct x opponents
+    checkpoints.steps x search.kinds x search.simulations x search.c_puct
+        x search.rollout_lambda x opponents
 
 (a cell: one checkpoint of a training run, searched one way, against one
 opponent, ``games.num_games`` games with colours alternating) and writes
@@ -24,7 +25,11 @@ policy, ``gojax train-rollout``'s ``rollout_policy.npz``), ``checkpoint:<step>``
 cell's agent), ``run:<workdir>[:<step>]`` (a checkpoint of another training
 run on the same board, by default its newest, also searched like the cell's
 agent: two runs compared under one search) and ``gnugo:<level>`` (GnuGo over
-GTP, move by move). ``checkpoints.label`` names the swept run in the ratings
+GTP, move by move). A ``checkpoint:`` or ``run:`` opponent may name its own
+AlphaGo leaf mix, ``checkpoint:latest@lam0.5``: searched like the cell's
+agent but with that rollout lambda (AlphaGo's Fig. 4b: one net with the
+value network alone, rollouts alone and their mix, against each other).
+``checkpoints.label`` names the swept run in the ratings
 (``label/step1200/puct16/c1.25``); another run is named by its workdir's
 last folder. Games of JAX agents are split across all devices
 (``games.num_devices``, 0: all) with a ``jax.sharding.Mesh`` over the game
@@ -72,6 +77,7 @@ CSV_FIELDS = (
     "kind",
     "simulations",
     "c_puct",
+    "rollout_lambda",
     "agent",
     "opponent",
     "opponent_name",
@@ -90,8 +96,9 @@ CSV_FIELDS = (
     "games_per_second",
 )
 OPPONENT_FORMS = (
-    "random, capture, uct:<simulations>[:<rollout policy .npz>], checkpoint:<step|latest>, "
-    "run:<workdir>[:<step|latest>], gnugo:<level>"
+    "random, capture, uct:<simulations>[:<rollout policy .npz>], "
+    "checkpoint:<step|latest>[@lam<lambda>], run:<workdir>[:<step|latest>][@lam<lambda>], "
+    "gnugo:<level>"
 )
 
 
@@ -109,8 +116,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.checkpoints = ml_collections.ConfigDict(dict(workdir="", steps=(), label=""))
     c.search = ml_collections.ConfigDict(
         # moves: SearchConfig.moves of the net's and UCT's searches; None = the run's own.
-        # rollout_lambda, rollouts: every net search values its leaves as AlphaGo's did,
-        # (1 - lambda) * net + lambda * mean of `rollouts` random games (0: the net alone);
+        # rollout_lambda (a grid axis), rollouts: every net search values its leaves as
+        # AlphaGo's did, (1 - lambda) * net + lambda * mean of `rollouts` random games
+        # (0: the net alone);
         # rollout_policy: a gojax train-rollout rollout_policy.npz that plays those games
         # ("": uniform random moves).
         dict(
@@ -118,7 +126,7 @@ def default_config() -> ml_collections.ConfigDict:
             simulations=(8, 16),
             c_puct=(1.25,),
             moves=None,
-            rollout_lambda=0.0,
+            rollout_lambda=(0.0,),
             rollouts=1,
             rollout_policy="",
         )
@@ -150,12 +158,16 @@ class Cell:
     simulations: int
     c_puct: float
     opponent: str
+    rollout_lambda: float = 0.0
 
     @property
     def id(self) -> str:
-        """File-name-safe and unique: ``step00000100_puct_s16_c1.25_vs_uct-16``."""
+        """File-name-safe and unique: ``step00000100_puct_s16_c1.25_vs_uct-16``, with
+        ``_lam0.5`` after the c when the agent mixes rollouts into its leaf values."""
         opponent = re.sub(r"[^A-Za-z0-9.]+", "-", self.opponent)
-        return f"step{self.step:08d}_{self.kind}_s{self.simulations}_c{self.c_puct:g}_vs_{opponent}"
+        mix = f"_lam{self.rollout_lambda:g}" if self.rollout_lambda else ""
+        search = f"{self.kind}_s{self.simulations}_c{self.c_puct:g}{mix}"
+        return f"step{self.step:08d}_{search}_vs_{opponent}"
 
 
 def agent_name(
@@ -223,29 +235,58 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
     if config.search.moves is not None and config.search.moves not in MOVE_SETS:
         raise ValueError(f"search.moves must be one of {tuple(MOVE_SETS)} or None")
-    if not 0.0 <= config.search.rollout_lambda <= 1.0:
-        raise ValueError(
-            f"search.rollout_lambda must be in [0, 1], not {config.search.rollout_lambda}"
-        )
+    lambdas = _lambdas(config)
+    if not lambdas:
+        raise ValueError("search.rollout_lambda is empty (0: the net alone)")
+    if not all(0.0 <= lam <= 1.0 for lam in lambdas):
+        raise ValueError(f"search.rollout_lambda must be in [0, 1], not {lambdas}")
     if config.search.rollouts < 1:
         raise ValueError(f"search.rollouts must be >= 1, not {config.search.rollouts}")
-    if config.search.rollout_policy:
-        if not config.search.rollout_lambda:
-            raise ValueError(
-                "search.rollout_policy plays the leaves' rollouts: it needs "
-                "search.rollout_lambda > 0"
-            )
-        _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
     if not config.opponents:
         raise ValueError("opponents is empty")
     kinds = {_parse_opponent(opponent)[0] for opponent in config.opponents}
+    if config.search.rollout_policy:
+        if not _mixes_rollouts(config):
+            raise ValueError(
+                "search.rollout_policy plays the leaves' rollouts: it needs "
+                "search.rollout_lambda > 0 (or an opponent's @lam > 0)"
+            )
+        _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
     if "gnugo" in kinds and config.games.opening_moves:
         raise ValueError("games.opening_moves must be 0 with a gnugo opponent (GTP games)")
 
 
+def _lambdas(config: ml_collections.ConfigDict) -> tuple[float, ...]:
+    """The grid's rollout lambdas (a bare number is one)."""
+    value = config.search.rollout_lambda
+    return tuple(float(x) for x in (value if isinstance(value, tuple | list) else (value,)))
+
+
+def _mixes_rollouts(config: ml_collections.ConfigDict) -> bool:
+    """Whether any search of the sweep plays rollouts at its leaves."""
+    opponents = (_split_lambda(text)[1] for text in config.opponents)
+    return any(_lambdas(config)) or any(opponents)
+
+
+def _split_lambda(text: str) -> tuple[str, float | None]:
+    """``"checkpoint:20@lam0.5"`` → ``("checkpoint:20", 0.5)``; without ``@lam``, None."""
+    base, sep, value = str(text).rpartition("@lam")
+    if not sep:
+        return str(text), None
+    try:
+        lam = float(value)
+    except ValueError:
+        lam = float("nan")
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"opponent {text!r}: @lam takes a rollout lambda in [0, 1]")
+    return base, lam
+
+
 def _parse_opponent(text: str) -> tuple[str, str | None]:
-    """``"uct:16"`` → ``("uct", "16")``; raises ValueError listing the known forms."""
-    kind, _, arg = str(text).partition(":")
+    """``"uct:16"`` → ``("uct", "16")``, ``"checkpoint:20@lam0.5"`` → ``("checkpoint",
+    "20")`` (the lambda: ``_split_lambda``); raises ValueError listing the known forms."""
+    base, lam = _split_lambda(text)
+    kind, _, arg = base.partition(":")
     ok = {
         "random": not arg,
         "capture": not arg,
@@ -256,6 +297,11 @@ def _parse_opponent(text: str) -> tuple[str, str | None]:
     }
     if not ok.get(kind, False):
         raise ValueError(f"unknown opponent {text!r}; known forms: {OPPONENT_FORMS}")
+    if lam is not None and kind not in ("checkpoint", "run"):
+        raise ValueError(
+            f"opponent {text!r}: only checkpoint: and run: opponents take @lam<lambda> "
+            "(the nets searched like the cell's agent)"
+        )
     return kind, arg or None
 
 
@@ -308,7 +354,8 @@ def _resolve_run(arg: str) -> str:
 
 
 def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Cell]:
-    """Every cell of the grid, in order (steps, kinds, simulations, c_puct, opponents)."""
+    """Every cell of the grid, in order (steps, kinds, simulations, c_puct, rollout
+    lambdas, opponents)."""
     workdir = config.checkpoints.workdir
     if not available:
         raise ValueError(f"{workdir}: no checkpoints (expected {workdir}/checkpoints/<step>/)")
@@ -317,20 +364,22 @@ def cells_of(config: ml_collections.ConfigDict, available: list[int]) -> list[Ce
     opponents = []
     for text in config.opponents:
         kind, arg = _parse_opponent(text)
+        lam = _split_lambda(text)[1]
         if kind == "checkpoint":
             step = available[-1] if arg == "latest" else int(arg)
             text = f"checkpoint:{_resolve_step(step, available, workdir)}"
         elif kind == "run":
             text = _resolve_run(arg)
-        opponents.append(text)
+        opponents.append(text if lam is None else f"{text}@lam{lam:g}")
     grid = itertools.product(
         steps,
         config.search.kinds,
         config.search.simulations,
         config.search.c_puct,
+        dict.fromkeys(_lambdas(config)),
         dict.fromkeys(opponents),
     )
-    return [Cell(int(s), str(k), int(n), float(c), o) for s, k, n, c, o in grid]
+    return [Cell(int(s), str(k), int(n), float(c), o, lam) for s, k, n, c, lam, o in grid]
 
 
 def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -> dict[str, Any]:
@@ -344,8 +393,7 @@ def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -
         "opening_moves": int(g.opening_moves),
         "resign_threshold": float(g.resign_threshold),
     }
-    if config.search.rollout_lambda:  # absent otherwise: sweeps from before it still resume
-        settings["rollout_lambda"] = float(config.search.rollout_lambda)
+    if _mixes_rollouts(config):  # absent otherwise: sweeps from before it still resume
         settings["rollouts"] = int(config.search.rollouts)
     if config.search.rollout_policy:
         settings["rollout_policy"] = _file_digest(config.search.rollout_policy)
@@ -382,6 +430,12 @@ def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as err:
             raise ValueError(f"{path}: unreadable ({err})") from None
+        if "rollout_lambda" in stored:
+            raise ValueError(
+                f"{workdir} holds a sweep whose cells all mixed rollouts with lambda "
+                f"{stored['rollout_lambda']} (from before lambda was part of each cell); "
+                "start a new workdir"
+            )
         differ = [k for k in settings if stored.get(k) != settings[k]]
         if differ:
             detail = "; ".join(f"{k}: {stored.get(k)!r} there, {settings[k]!r} now" for k in differ)
@@ -394,9 +448,11 @@ def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
     """The finished cell's row, or None if it has not been played (or its file is damaged)."""
     path = workdir / CELLS_DIR / f"{cell.id}.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        row = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    row.setdefault("rollout_lambda", 0.0)  # cells from before lambda was an axis
+    return row
 
 
 # ----------------------------------------------------------------------------
@@ -406,7 +462,9 @@ def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
 class _Agents:
     """Builds the cells' agents from one training run (and ``run:`` opponents' runs).
 
-    Restored checkpoints are cached; every net is searched over the same move set.
+    Restored checkpoints are cached; every net is searched over the same move set,
+    and those that mix rollouts into their leaf values play ``rollouts`` games a
+    leaf (with ``rollout_policy``'s moves if one is given).
     """
 
     def __init__(
@@ -415,13 +473,12 @@ class _Agents:
         first_step: int,
         moves: str | None = None,
         label: str = "",
-        rollout_lambda: float = 0.0,
         rollouts: int = 1,
         rollout_policy: str = "",
     ):
         self.workdir = workdir
         self.label = label
-        self.rollout_lambda, self.rollouts = float(rollout_lambda), int(rollouts)
+        self.rollouts = int(rollouts)
         self.rollout_policy = str(rollout_policy or "")
         self.restore = functools.lru_cache(maxsize=8)(self._restore)
         self.run_config = self.restore(workdir, first_step).config  # the run's config, as saved
@@ -434,8 +491,17 @@ class _Agents:
 
         return restore_variables(workdir, step)
 
-    def searcher(self, step: int, kind: str, simulations: int, c_puct: float, workdir=None):
-        """Checkpoint ``step`` of the swept run (or of ``workdir``) searching as a cell says."""
+    def searcher(
+        self,
+        step: int,
+        kind: str,
+        simulations: int,
+        c_puct: float,
+        workdir: str | None = None,
+        rollout_lambda: float = 0.0,
+    ):
+        """Checkpoint ``step`` of the swept run (or of ``workdir``) searching as a cell
+        says, its leaves valued ``(1 - rollout_lambda) * net + rollout_lambda * rollouts``."""
         from eval.arena import search_agent
         from gojax.search import SearchConfig
         from train.model import spec_from_config
@@ -453,18 +519,16 @@ class _Agents:
             gumbel_scale=0.0,  # Gumbel searches the net's favourites: its strongest play
             moves=self.moves,
         )
-        policy = self.rollout_policy
+        policy = self.rollout_policy if rollout_lambda else ""
         rollout_label = rollout_policy_label(policy) if policy else ""
-        name = agent_name(
-            step, kind, simulations, c_puct, label, self.rollout_lambda, rollout_label
-        )
+        name = agent_name(step, kind, simulations, c_puct, label, rollout_lambda, rollout_label)
         spec = spec_from_config(model)
         return search_agent(
             spec,
             run.variables,
             search,
             name=name,
-            rollout_lambda=self.rollout_lambda,
+            rollout_lambda=rollout_lambda,
             rollouts=self.rollouts,
             rollout_weights=_rollout_weights(policy) if policy else None,
         )
@@ -495,10 +559,13 @@ class _Agents:
             )
         if kind == "gnugo":
             return arena.gnugo_agent(int(arg))
+        lam = _split_lambda(cell.opponent)[1]
+        lam = cell.rollout_lambda if lam is None else lam
+        search = (cell.kind, cell.simulations, cell.c_puct)
         if kind == "run":
             workdir, step = _split_run(arg)
-            return self.searcher(int(step), cell.kind, cell.simulations, cell.c_puct, workdir)
-        return self.searcher(int(arg), cell.kind, cell.simulations, cell.c_puct)
+            return self.searcher(int(step), *search, workdir, rollout_lambda=lam)
+        return self.searcher(int(arg), *search, rollout_lambda=lam)
 
 
 def _cell_key(seed: int, cell: Cell):
@@ -527,7 +594,9 @@ def _play_cell(
     from eval.arena import play_games
 
     g = config.games
-    agent = agents.searcher(cell.step, cell.kind, cell.simulations, cell.c_puct)
+    agent = agents.searcher(
+        cell.step, cell.kind, cell.simulations, cell.c_puct, rollout_lambda=cell.rollout_lambda
+    )
     opponent = agents.opponent(cell)
     start = time.perf_counter()
     result = play_games(
@@ -598,13 +667,7 @@ def run_sweep(
     grid = cells_of(config, checkpoint_steps(run))
     s = config.search
     agents = _Agents(
-        run,
-        grid[0].step,
-        s.moves,
-        config.checkpoints.label,
-        s.rollout_lambda,
-        s.rollouts,
-        s.rollout_policy,
+        run, grid[0].step, s.moves, config.checkpoints.label, s.rollouts, s.rollout_policy
     )
     board = _board(config, agents.run_config)
     for opponent in dict.fromkeys(cell.opponent for cell in grid):
@@ -708,8 +771,9 @@ def plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
         series: dict[tuple, list[dict]] = {}
         for r in rows:
             if r["opponent"] == opponent:
-                series.setdefault((r["step"], r["kind"], r["c_puct"]), []).append(r)
-        for (step, kind, c_puct), points in series.items():
+                key = (r["step"], r["kind"], r["c_puct"], r["rollout_lambda"])
+                series.setdefault(key, []).append(r)
+        for (step, kind, c_puct, lam), points in series.items():
             points.sort(key=lambda r: r["simulations"])
             x = [r["simulations"] for r in points]
             y = [r["win_rate"] for r in points]
@@ -717,9 +781,8 @@ def plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
                 [r["win_rate"] - r["ci95_lo"] for r in points],
                 [r["ci95_hi"] - r["win_rate"] for r in points],
             ]
-            ax.errorbar(
-                x, y, yerr=err, marker="o", capsize=3, label=f"step {step}, {kind}, c {c_puct:g}"
-            )
+            label = f"step {step}, {kind}, c {c_puct:g}" + (f", λ {lam:g}" if lam else "")
+            ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=label)
         ax.axhline(0.5, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log", base=2)
         ticks = sorted({r["simulations"] for r in rows})
@@ -747,18 +810,18 @@ def plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
     for r in rows:
         rating = ratings.get(r["agent"])
         if rating is not None:
-            series.setdefault((r["kind"], r["simulations"], r["c_puct"]), {})[r["step"]] = rating
+            key = (r["kind"], r["simulations"], r["c_puct"], r["rollout_lambda"])
+            series.setdefault(key, {})[r["step"]] = rating
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for (kind, sims, c_puct), by_step in series.items():
+    for (kind, sims, c_puct, lam), by_step in series.items():
         steps = sorted(by_step)
         elo = [by_step[s].elo for s in steps]
         err = [
             [by_step[s].elo - by_step[s].lo for s in steps],
             [by_step[s].hi - by_step[s].elo for s in steps],
         ]
-        ax.errorbar(
-            steps, elo, yerr=err, marker="o", capsize=3, label=f"{kind} {sims} sims, c {c_puct:g}"
-        )
+        label = f"{kind} {sims} sims, c {c_puct:g}" + (f", λ {lam:g}" if lam else "")
+        ax.errorbar(steps, elo, yerr=err, marker="o", capsize=3, label=label)
     ax.set_xlabel("training step")
     ax.set_ylabel("Elo (95% interval)")
     ax.set_title("Strength over training")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from eval.sweep import (
     Cell,
     _Agents,
     _parse_opponent,
+    _split_lambda,
     _split_run,
     agent_name,
     cells_of,
@@ -25,7 +27,7 @@ from eval.sweep import (
 from gojax.cli import main
 from train.checkpoint import Checkpointer, checkpoint_steps, restore_variables
 from train.learner import create_train_state
-from train.loop import config_to_json, learner_config
+from train.loop import apply_overrides, config_to_json, learner_config
 from train.loop import default_config as run_default_config
 from train.model import ModelSpec
 
@@ -98,6 +100,29 @@ def test_grid_order_and_steps():
     assert agent_name(10, "puct", 8, 1.25, "", 0.5) == "step10/puct8/c1.25/lam0.5"
     assert agent_name(10, "puct", 8, 1.25, "", 0.5, "fast") == "step10/puct8/c1.25/lam0.5+fast"
     assert len({x.id for x in cells}) == len(cells)
+    # Rollout lambdas are an axis before the opponents; an opponent may carry its own.
+    c.checkpoints.steps = (20,)
+    c.search.simulations = (8,)
+    c.search.rollout_lambda = (0.0, 0.5)
+    c.opponents = ("checkpoint:latest@lam1", "run:runs/x:300@lam0.25", "random")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("eval.sweep._resolve_run", lambda arg: f"run:{arg}")
+        cells = cells_of(c, [10, 20])
+    assert [(x.rollout_lambda, x.opponent) for x in cells] == [
+        (0.0, "checkpoint:20@lam1"),
+        (0.0, "run:runs/x:300@lam0.25"),
+        (0.0, "random"),
+        (0.5, "checkpoint:20@lam1"),
+        (0.5, "run:runs/x:300@lam0.25"),
+        (0.5, "random"),
+    ]
+    assert cells[0].id == "step00000020_puct_s8_c1.25_vs_checkpoint-20-lam1"
+    assert cells[3].id == "step00000020_puct_s8_c1.25_lam0.5_vs_checkpoint-20-lam1"
+    assert _split_lambda("run:runs/x:300@lam0.25") == ("run:runs/x:300", 0.25)
+    assert _split_lambda("checkpoint:3") == ("checkpoint:3", None)
+    assert _parse_opponent("checkpoint:latest@lam0") == ("checkpoint", "latest")
+    apply_overrides(c, ["--config.search.rollout_lambda=0.5"])  # one value: a one-point axis
+    assert c.search.rollout_lambda == (0.5,)
     c.checkpoints.steps = (30,)
     with pytest.raises(ValueError, match="no checkpoint at step 30"):
         cells_of(c, [10, 20])
@@ -114,7 +139,11 @@ def test_grid_order_and_steps():
         ("games.num_games", 0, "num_games must be positive"),
         ("opponents", ("random", "gnugo:3"), "opening_moves must be 0 with a gnugo"),
         ("search.simulations", (), "search.simulations is empty"),
-        ("search.rollout_lambda", 1.5, r"search.rollout_lambda must be in \[0, 1\]"),
+        ("search.rollout_lambda", (0.5, 1.5), r"search.rollout_lambda must be in \[0, 1\]"),
+        ("search.rollout_lambda", (), "search.rollout_lambda is empty"),
+        ("opponents", ("uct:16@lam0.5",), "only checkpoint: and run: opponents take @lam"),
+        ("opponents", ("checkpoint:latest@lam2",), r"@lam takes a rollout lambda in \[0, 1\]"),
+        ("opponents", ("run:runs/a@lamx",), r"@lam takes a rollout lambda in \[0, 1\]"),
         ("search.rollouts", 0, "search.rollouts must be >= 1"),
     ],
 )
@@ -138,12 +167,16 @@ def test_rollout_policy_opponents_and_files(tmp_path):
     assert rollout_policy_label("weights/patterns9.npz") == "patterns9"
     c = default_config()
     c.checkpoints.workdir = "run"
-    c.search.rollout_lambda = 0.5
+    c.search.rollout_lambda = (0.5,)
     c.search.rollout_policy = str(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="missing.npz: no such rollout policy file"):
         check_config(c)
     rollout_policy.save(tmp_path / "fast.npz", rollout_policy.zero_weights())
     c.search.rollout_policy = str(tmp_path / "fast.npz")
+    check_config(c)
+    # An opponent's own lambda is enough to use the policy.
+    c.search.rollout_lambda = (0.0,)
+    c.opponents = ("checkpoint:latest@lam1",)
     check_config(c)
 
 
@@ -175,7 +208,7 @@ def _overrides(run_dir: Path, opponents: str = "('random',)") -> list[str]:
 
 
 def _config(run_dir: Path, opponents: str = "('random',)"):
-    from train.loop import apply_overrides, load_config
+    from train.loop import load_config
 
     config = load_config(CONFIG)
     apply_overrides(config, _overrides(run_dir, opponents))
@@ -302,11 +335,44 @@ def test_run_opponents_play_under_the_cells_search(run_dir, other_run, tmp_path)
     chex.assert_trees_all_equal(opponent.params, expected)
     assert opponent.policy is agents.searcher(2, "puct", 2, 1.25).policy  # one compiled search
     # AlphaGo's mixed leaf value reaches every net of the sweep, and names it.
-    mixed = _Agents(str(run_dir), 2, label="mine", rollout_lambda=0.5, rollouts=2)
-    searcher = mixed.searcher(2, "puct", 2, 1.25)
+    mixed = _Agents(str(run_dir), 2, label="mine", rollouts=2)
+    searcher = mixed.searcher(2, "puct", 2, 1.25, rollout_lambda=0.5)
     assert searcher.name == "mine/step2/puct2/c1.25/lam0.5"
-    assert mixed.opponent(cell).policy is searcher.policy
+    mixed_cell = dataclasses.replace(cell, rollout_lambda=0.5)
+    assert mixed.opponent(mixed_cell).policy is searcher.policy
     assert searcher.policy is not agents.searcher(2, "puct", 2, 1.25).policy
+    # An opponent's own lambda overrides the cell's.
+    own = dataclasses.replace(mixed_cell, opponent=f"run:{other_run}:7@lam0")
+    assert mixed.opponent(own).policy is agents.searcher(2, "puct", 2, 1.25).policy
+    assert mixed.opponent(own).name == "other/step7/puct2/c1.25"
+
+
+@pytest.mark.slow
+def test_lambda_axis_plays_each_leaf_mix_against_the_others(run_dir, tmp_path):
+    """AlphaGo's Fig. 4b in small: one net with lambda 0 and 1 against itself with lambda 1."""
+    config = _config(run_dir, "('checkpoint:latest@lam1',)")
+    config.checkpoints.steps = (2,)
+    config.search.rollout_lambda = (0.0, 1.0)
+    config.search.rollouts = 2
+    summary = run_sweep(config, tmp_path, progress=False)
+    rows = _csv(tmp_path / "results.csv")
+    assert [r["cell"] for r in rows] == [
+        "step00000002_puct_s2_c1.25_vs_checkpoint-2-lam1",
+        "step00000002_puct_s2_c1.25_lam1_vs_checkpoint-2-lam1",
+    ]
+    assert [float(r["rollout_lambda"]) for r in rows] == [0.0, 1.0]
+    assert [r["agent"] for r in rows] == ["step2/puct2/c1.25", "step2/puct2/c1.25/lam1"]
+    assert [r["opponent_name"] for r in rows] == ["step2/puct2/c1.25/lam1"] * 2
+    # The lambda-1 agent of the grid and the lambda-1 opponent are one player in the ratings.
+    assert set(summary["ratings"]) == {"step2/puct2/c1.25", "step2/puct2/c1.25/lam1"}
+    assert json.loads((tmp_path / "sweep.json").read_text())["rollouts"] == 2
+    assert run_sweep(config, tmp_path, progress=False)["played"] == 0
+    # A workdir of a sweep from before lambda was in each cell is not mixed into.
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "sweep.json").write_text(json.dumps({"rollout_lambda": 0.5}))
+    with pytest.raises(ValueError, match="cells all mixed rollouts with lambda 0.5"):
+        run_sweep(config, old, progress=False)
 
 
 def test_cell_ids_are_stable():
