@@ -347,15 +347,26 @@ def _sweep_markdown(rows: list[dict[str, Any]], ratings) -> str:
     return "\n\n".join(parts)
 
 
-# ``eval.sweep.agent_name``: ``[label/]step1200/puct16/c1.25`` -> net ``label/step1200``, search.
+# ``eval.sweep.agent_name``: ``[label/]step1200/puct16/c1.25[/lam0.5[+policy]]`` -> net
+# ``label/step1200``, search (the rollout policy's name is the sweep's, one for all).
 _AGENT_NAME = re.compile(
-    r"^(?P<net>(?:.+/)?step\d+)/(?P<kind>[a-z]+)(?P<sims>\d+)/c(?P<c>[\d.e+-]+)$"
+    r"^(?P<net>(?:.+/)?step\d+)/(?P<kind>[a-z]+)(?P<sims>\d+)/c(?P<c>[\d.e+-]+)"
+    r"(?:/lam(?P<lam>[\d.e+-]+)(?:\+.+)?)?$"
 )
 
 
-def _search_label(kind: str, simulations: Any, c_puct: Any, several_c: bool) -> str:
+def _search_label(
+    kind: str, simulations: Any, c_puct: Any, several_c: bool, rollout_lambda: Any = 0.0
+) -> str:
     label = f"{kind} {simulations}"
-    return f"{label}, c {format_number(c_puct)}" if several_c else label
+    label = f"{label}, c {format_number(c_puct)}" if several_c else label
+    return f"{label}, λ {format_number(float(rollout_lambda))}" if rollout_lambda else label
+
+
+def _row_search(row: dict[str, Any], several_c: bool) -> str:
+    """A sweep cell's search, as the run comparison labels it."""
+    lam = row.get("rollout_lambda", 0.0)  # absent from sweeps recorded before it was an axis
+    return _search_label(row["kind"], row["simulations"], row["c_puct"], several_c, lam)
 
 
 def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
@@ -364,11 +375,7 @@ def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
     Every cell has both nets searching alike, so a column compares nets under one search.
     """
     several_c = len({r["c_puct"] for r in rows}) > 1
-    searches = list(
-        dict.fromkeys(
-            _search_label(r["kind"], r["simulations"], r["c_puct"], several_c) for r in rows
-        )
-    )
+    searches = list(dict.fromkeys(_row_search(r, several_c) for r in rows))
     parts = []
     if ratings:
         elo: dict[str, dict[str, Any]] = {}
@@ -378,7 +385,8 @@ def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
             if match is None:
                 fixed.append((name, rating))
                 continue
-            search = _search_label(match["kind"], match["sims"], match["c"], several_c)
+            lam = match["lam"] or 0.0
+            search = _search_label(match["kind"], match["sims"], match["c"], several_c, lam)
             elo.setdefault(match["net"], {})[search] = rating
         nets = sorted(elo, key=lambda net: -max(r.elo for r in elo[net].values()))
         body = [
@@ -397,11 +405,7 @@ def _run_comparison_markdown(rows: list[dict[str, Any]], ratings) -> str:
     opponents = list(dict.fromkeys(_net_of(r["opponent_name"]) for r in rows))
     games = sorted({r["games"] for r in rows})
     played = {
-        (
-            _net_of(r["agent"]),
-            _search_label(r["kind"], r["simulations"], r["c_puct"], several_c),
-            _net_of(r["opponent_name"]),
-        ): r
+        (_net_of(r["agent"]), _row_search(r, several_c), _net_of(r["opponent_name"])): r
         for r in rows
     }
     for agent in agents:

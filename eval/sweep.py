@@ -771,7 +771,7 @@ def plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
         series: dict[tuple, list[dict]] = {}
         for r in rows:
             if r["opponent"] == opponent:
-                key = (r["step"], r["kind"], r["c_puct"], r["rollout_lambda"])
+                key = (r["step"], r["kind"], r["c_puct"], r.get("rollout_lambda", 0.0))
                 series.setdefault(key, []).append(r)
         for (step, kind, c_puct, lam), points in series.items():
             points.sort(key=lambda r: r["simulations"])
@@ -810,7 +810,7 @@ def plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
     for r in rows:
         rating = ratings.get(r["agent"])
         if rating is not None:
-            key = (r["kind"], r["simulations"], r["c_puct"], r["rollout_lambda"])
+            key = (r["kind"], r["simulations"], r["c_puct"], r.get("rollout_lambda", 0.0))
             series.setdefault(key, {})[r["step"]] = rating
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (kind, sims, c_puct, lam), by_step in series.items():

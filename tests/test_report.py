@@ -326,6 +326,38 @@ def test_run_comparison_sweeps_render_nets_by_search(tmp_path):
     assert "a/step9/gumbel2/c1.25 | random" not in text  # not the flat list of cells
 
 
+def test_run_comparison_sweeps_name_the_rollout_lambda_of_a_search(tmp_path):
+    folder = tmp_path / "results" / "mix_sweep"
+    folder.mkdir(parents=True)
+
+    def cell(lam, wins):
+        mix = f"/lam{lam:g}+fast" if lam else ""
+        return {
+            "step": 9, "kind": "puct", "simulations": 32, "c_puct": 1.25,
+            "rollout_lambda": lam, "agent": f"a/step9/puct32/c1.25{mix}",
+            "opponent": "run:runs/b:7", "opponent_name": f"b/step7/puct32/c1.25{mix}",
+            "games": 8, "wins": wins, "draws": 0, "losses": 8 - wins, "win_rate": wins / 8,
+            "ci95_lo": 0.0, "ci95_hi": 1.0,
+        }  # fmt: skip
+
+    ratings = {
+        "a/step9/puct32/c1.25": {"elo": 100.0, "lo": 0.0, "hi": 200.0, "games": 8},
+        "a/step9/puct32/c1.25/lam0.5+fast": {"elo": 50.0, "lo": -50.0, "hi": 150.0, "games": 8},
+        "b/step7/puct32/c1.25": {"elo": 0.0, "lo": 0.0, "hi": 0.0, "games": 8},
+        "b/step7/puct32/c1.25/lam0.5+fast": {"elo": 0.0, "lo": 0.0, "hi": 0.0, "games": 8},
+    }
+    cells = [cell(0.0, 6), cell(0.5, 5)]
+    (folder / "results.json").write_text(json.dumps({"cells": cells, "ratings": ratings}))
+    (tmp_path / "P.md").write_text("<!-- report:mix_sweep -->\n<!-- /report:mix_sweep -->\n")
+    assert generate_report(tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig").ok
+    text = (tmp_path / "P.md").read_text()
+    assert "| net | puct 32 | puct 32, λ 0.5 |" in text
+    assert "| a/step9 | 100 (0 to 200) | 50 (-50 to 150) |" in text
+    assert "| search | b/step7 |" in text
+    assert "| puct 32, λ 0.5 | 62.5% (0.0%–100.0%) |" in text
+    assert "Fixed opponents" not in text
+
+
 def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
     results = tmp_path / "results" / "arms"
     arms = [("puct_n2", "puct", 0, 25, 1.0), ("gumbel_n2", "gumbel", 1, 58, 1.0)]
