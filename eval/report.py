@@ -14,7 +14,13 @@ entry                          kind          plots (in the figures folder)
 ``<name>/metrics.jsonl``       training run  ``<name>_learning_curve.png``
 ``<name>/*/metrics.jsonl``     runs          ``<name>_curves.png``
 ``<name>/*/match.json``        strength      ``<name>.png``
+``<name>/<run>/``              alphago-sl,   ``<name>.png``
+                               -pg, -value,
+                               -rollout
 =============================  ============  ===========================================
+
+The last are folders of runs of one of AlphaGo's training stages
+(``eval.report_alphago``).
 
 ``<name>`` is the file's stem or the folder's name. Each result is rendered as
 markdown with the functions that made it in the first place (the value-mse
@@ -133,7 +139,8 @@ class ResultEntry:
     """One recorded result: its marker name, its kind and where it is."""
 
     name: str
-    kind: str  # "value-mse", "bench", "sweep", "training", "runs" or "strength"
+    # "value-mse", "bench", "sweep", "training", "runs", "strength" or "alphago-<stage>"
+    kind: str
     path: Path  # a file, or the run's / sweep's folder
 
 
@@ -167,11 +174,18 @@ def find_results(folder: str | os.PathLike) -> tuple[list[ResultEntry], list[str
             kind = "value-mse" if name.startswith("value_mse") else None
             kind = "bench" if name.startswith("bench_") else kind
         elif path.is_dir():
-            kind = "training" if (path / "metrics.jsonl").is_file() else None
-            kind = "sweep" if (path / "results.json").is_file() else kind
-            if kind is None and any(path.glob(f"*/{_MATCH_MANIFEST}")):
+            from eval.report_alphago import folder_stage
+
+            stage = folder_stage(path)
+            if stage:
+                kind = f"alphago-{stage}"  # a folder of runs of one AlphaGo training stage
+            elif (path / "results.json").is_file():
+                kind = "sweep"
+            elif (path / "metrics.jsonl").is_file():
+                kind = "training"
+            elif any(path.glob(f"*/{_MATCH_MANIFEST}")):
                 kind = "strength"  # a folder of `gojax match` folders
-            if kind is None and any(path.glob("*/metrics.jsonl")):
+            elif any(path.glob("*/metrics.jsonl")):
                 kind = "runs"  # a folder of training runs, compared
         if kind is None:
             warnings.append(f"{path}: not a known kind of result, skipped")
@@ -198,6 +212,7 @@ def render_result(entry: ResultEntry) -> Rendered:
         "training": _render_training,
         "strength": _render_strength,
         "runs": _render_runs,
+        **{f"alphago-{stage}": _render_alphago for stage in ("sl", "pg", "value", "rollout")},
     }[entry.kind]
     try:
         return render(entry)
@@ -205,6 +220,13 @@ def render_result(entry: ResultEntry) -> Rendered:
         # A file of the right name and valid JSON, but not holding what its kind holds.
         what = f"no {err} field" if isinstance(err, KeyError) else str(err)
         raise ValueError(f"{entry.path}: not a {entry.kind} result ({what})") from None
+
+
+def _render_alphago(entry: ResultEntry) -> Rendered:
+    from eval.report_alphago import render
+
+    markdown, plots = render(entry.kind.removeprefix("alphago-"), entry.name, entry.path)
+    return Rendered(entry, markdown, plots)
 
 
 # ---------------------------------------------------------------------------- value-mse
