@@ -403,13 +403,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_gtp(commands)
     from train.cli import register as register_train
-    from train.cli import register_pg, register_rollout, register_sl, register_value
+    from train.cli import (
+        register_balance,
+        register_pg,
+        register_rollout,
+        register_sl,
+        register_value,
+    )
 
     register_train(commands)
     register_sl(commands)
     register_pg(commands)
     register_value(commands)
     register_rollout(commands)
+    register_balance(commands)
     from train.export import register as register_export
 
     register_export(commands)

@@ -289,3 +289,52 @@ def register_rollout(commands) -> None:
     parser.add_argument("--workdir", required=True, help="policy, checkpoint, metrics, plots")
     parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")
     parser.set_defaults(run=cmd_train_rollout, overrides=[])
+
+
+# ----------------------------------------------------------------------------
+# gojax balance-rollout
+
+
+def cmd_balance_rollout(args) -> int:
+    from train.loop import apply_overrides, load_config
+    from train.rollout_balance import balance_rollout
+
+    config = load_config(args.config)
+    apply_overrides(config, args.overrides)
+    for flag, key in (("init", "init"), ("model", "model"), ("sgf_dir", "sgf_dir")):
+        if getattr(args, flag):
+            config.data[key] = getattr(args, flag)
+    summary = balance_rollout(config, args.workdir)
+    start, balanced = summary["holdout"]["start"], summary["holdout"]["balanced"]
+    n = summary["eval_rollouts"]
+    print(
+        f"held-out MSE of {n} rollouts against the value net: {start['mse_target']:.3f} -> "
+        f"{balanced['mse_target']:.3f}; against the results: {start['mse_result']:.3f} -> "
+        f"{balanced['mse_result']:.3f} (the value net itself: "
+        f"{summary['holdout_value_net_mse_result']:.3f}) on {balanced['positions']} positions",
+        file=sys.stderr,
+    )
+    print(
+        f"stopped at step {summary['step']} ({summary['stopped']}); policy "
+        f"{os.path.join(args.workdir, 'rollout_policy.npz')}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def register_balance(commands) -> None:
+    """Add ``gojax balance-rollout`` to the subcommands of the ``gojax`` parser."""
+    parser = add_config_command(
+        commands,
+        "balance-rollout",
+        help="simulation balancing: refit a fast rollout policy so that its rollouts' mean "
+        "matches a value net's (resumes from the workdir)",
+        description="Fits the weights of a gojax train-rollout policy by Silver and Tesauro's "
+        "simulation balancing; overrides: --config.KEY=VALUE.",
+    )
+    parser.add_argument("--config", required=True, help="a Python config file with get_config()")
+    parser.add_argument("--workdir", required=True, help="policy, checkpoint, metrics, plots")
+    parser.add_argument("--init", help="the starting rollout_policy.npz (sets data.init)")
+    parser.add_argument("--model", help="the KataGo model giving V* (sets data.model)")
+    parser.add_argument("--sgf-dir", help="the SGF folder (sets data.sgf_dir)")
+    parser.set_defaults(run=cmd_balance_rollout, overrides=[])
