@@ -16,7 +16,8 @@ entry                          kind          plots (in the figures folder)
 ``<name>/*/match.json``        strength      ``<name>.png``
 ``<name>/<run>/``              alphago-sl,   ``<name>.png``
                                -pg, -value,
-                               -rollout
+                               -rollout,
+                               -balance
 =============================  ============  ===========================================
 
 The last are folders of runs of one of AlphaGo's training stages
@@ -205,6 +206,8 @@ def _read_json(path: Path) -> Any:
 
 def render_result(entry: ResultEntry) -> Rendered:
     """Render one result. Raises ValueError, one line naming the file, if it is unreadable."""
+    from eval.report_alphago import STAGES
+
     render = {
         "value-mse": _render_value_mse,
         "bench": _render_bench,
@@ -212,7 +215,7 @@ def render_result(entry: ResultEntry) -> Rendered:
         "training": _render_training,
         "strength": _render_strength,
         "runs": _render_runs,
-        **{f"alphago-{stage}": _render_alphago for stage in ("sl", "pg", "value", "rollout")},
+        **{f"alphago-{stage}": _render_alphago for stage in STAGES},
     }[entry.kind]
     try:
         return render(entry)

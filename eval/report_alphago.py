@@ -13,11 +13,13 @@ stage              written by              each run holds                      p
 ``alphago-value``  ``gojax train-value``   ``config.json``, ``eval.json``      error by move
 ``alphago-rollout`` ``gojax train-rollout`` ``config.json``, ``eval.json``,     held-out
                                            ``metrics.jsonl``                   accuracy
+``alphago-balance`` ``gojax balance-rollout`` ``config.json``, ``eval.json``,   held-out error
+                                           ``metrics.jsonl``                   against V*
 =================  ======================  ==================================  ===============
 
 A run's stage is told by its files and config: ``holdout.json`` (SL), a
-``pg`` config group (RL), a ``players`` group (value) or a config without a
-``model`` whose ``eval.json`` holds ``eval`` (rollout). Runs are listed in the
+``pg`` config group (RL), a ``players`` group (value), ``data.init`` and
+``data.model`` (balancing) or else a config without a ``model`` (rollout). Runs are listed in the
 natural order of their folder names (``seed2`` before ``seed10``); runs that
 differ only in ``seed`` share a row of the SL table, one value per seed.
 """
@@ -32,7 +34,7 @@ from typing import Any
 
 from eval.report import format_number, markdown_table
 
-STAGES = ("sl", "pg", "value", "rollout")
+STAGES = ("sl", "pg", "value", "rollout", "balance")
 # Held-out value buckets with fewer positions are left out of the table (as from the plot).
 MIN_BUCKET_POSITIONS = 10
 
@@ -77,7 +79,10 @@ def stage_of(run: Path) -> str | None:
         return "pg"
     if "players" in config:
         return "value"
-    if "model" not in config and "data" in config:
+    data = config.get("data")
+    if isinstance(data, dict) and "init" in data and "model" in data:
+        return "balance"
+    if "model" not in config and data is not None:
         return "rollout"
     return None
 
@@ -344,7 +349,47 @@ def render_rollout(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plo
     return text, {f"{name}.png": plot}
 
 
-RENDERERS = {"sl": render_sl, "pg": render_pg, "value": render_value, "rollout": render_rollout}
+# ---------------------------------------------------------------------------- balancing
+
+
+def render_balance(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plots]:
+    """Held-out errors of each balanced policy's rollouts against those of its start."""
+    body = []
+    for run_name, run in runs.items():
+        result = run["eval"]
+        start, balanced = result["holdout"]["start"], result["holdout"]["balanced"]
+        train = run["config"]["train"]
+        body.append(
+            [
+                run_name,
+                format_number(result["step"]),
+                f"{train['positions']} × ({train['rollouts']} + {train['rollouts']})",
+                format_number(balanced["positions"]),
+                *_bold_lowest([f"{start['mse_target']:.3f}", f"{balanced['mse_target']:.3f}"]),
+                *_bold_lowest([f"{start['mse_result']:.3f}", f"{balanced['mse_result']:.3f}"]),
+                f"{result['holdout_value_net_mse_result']:.3f}",
+            ]
+        )
+    n = next(iter(runs.values()))["eval"]["eval_rollouts"]
+    headers = ["run", "steps", "positions × rollouts a step", "held-out positions"]
+    headers += [f"vs V*: start ({n} rollouts)", "vs V*: balanced"]
+    headers += ["vs results: start", "vs results: balanced", "value net vs results"]
+    table = markdown_table(headers, body)
+
+    def plot(path: Path) -> None:
+        title = f"Simulation balancing: held-out MSE of {n} rollouts against V*"
+        _plot_curves(runs, "holdout.mse_target", "MSE against the value net", title, path)
+
+    return table, {f"{name}.png": plot}
+
+
+RENDERERS = {
+    "sl": render_sl,
+    "pg": render_pg,
+    "value": render_value,
+    "rollout": render_rollout,
+    "balance": render_balance,
+}
 
 
 def render(stage: str, name: str, folder: Path) -> tuple[str, Plots]:

@@ -75,6 +75,25 @@ def _rollout_run(folder: Path) -> None:
     _write(folder, {"config.json": config, "eval.json": evaluation, "metrics.jsonl": records})
 
 
+def _balance_run(folder: Path) -> None:
+    config = {
+        "data": {"init": "p.npz", "model": "m.bin.gz", "sgf_dir": "games"},
+        "train": {"positions": 32, "rollouts": 8},
+        "eval": {},
+        "seed": 0,
+    }
+    start = {"mse_target": 0.2, "mse_result": 0.8, "positions": 64}
+    balanced = {"mse_target": 0.15, "mse_result": 0.85, "positions": 64}
+    evaluation = {
+        "step": 40,
+        "eval_rollouts": 16,
+        "holdout": {"start": start, "balanced": balanced},
+        "holdout_value_net_mse_result": 0.5,
+    }
+    records = [{"step": s, "holdout.mse_target": 0.2 - s / 800} for s in (0, 20, 40)]
+    _write(folder, {"config.json": config, "eval.json": evaluation, "metrics.jsonl": records})
+
+
 @pytest.fixture
 def results(tmp_path) -> Path:
     root = tmp_path / "results"
@@ -86,6 +105,7 @@ def results(tmp_path) -> Path:
     _value_run(root / "value" / "seed10", 0.9)
     _value_run(root / "value" / "seed2", 0.7)
     _rollout_run(root / "rollout" / "records")
+    _balance_run(root / "balance" / "katago")
     return root
 
 
@@ -94,6 +114,7 @@ def test_stages_are_told_apart_from_other_results(results, tmp_path):
     assert stage_of(results / "pg" / "seed0") == "pg"
     assert stage_of(results / "value" / "seed2") == "value"
     assert stage_of(results / "rollout" / "records") == "rollout"
+    assert stage_of(results / "balance" / "katago") == "balance"
     # A self-play run (a config with a model, eval.json, no pg or players group) is none.
     selfplay = _write(tmp_path / "selfplay", {"config.json": {"model": {}}, "eval.json": {}})
     assert stage_of(selfplay) is None
@@ -103,6 +124,7 @@ def test_stages_are_told_apart_from_other_results(results, tmp_path):
     assert folder_stage(mixed) is None
     entries, warnings = find_results(results)
     assert {e.name: e.kind for e in entries} == {
+        "balance": "alphago-balance",
         "pg": "alphago-pg",
         "rollout": "alphago-rollout",
         "sl": "alphago-sl",
@@ -154,13 +176,11 @@ def test_rollout_runs_compare_with_uniform_play_and_every_plot_is_drawn(results,
     assert "| fast rollout policy, training games | 1,200 | 35.0% | 2.30 |" in text
     assert "90.0% of the held-out record moves" in text
     doc = tmp_path / "D.md"
-    doc.write_text(
-        "".join(f"<!-- report:{n} -->\n<!-- /report:{n} -->\n" for n in ("sl", "pg", "value"))
-        + "<!-- report:rollout -->\n<!-- /report:rollout -->\n"
-    )
+    names = ("sl", "pg", "value", "rollout", "balance")
+    doc.write_text("".join(f"<!-- report:{n} -->\n<!-- /report:{n} -->\n" for n in names))
     report = generate_report(results, [doc], tmp_path / "fig")
     assert report.ok, report
-    for name in ("sl", "pg", "value", "rollout"):
+    for name in names:
         assert (tmp_path / "fig" / f"{name}.png").read_bytes()[:8] == PNG
 
 
@@ -172,3 +192,13 @@ def test_a_run_missing_its_numbers_is_named(results):
     (results / "value" / "seed2" / "eval.json").write_text("{")
     with pytest.raises(ValueError, match=r"seed2/eval.json: not valid JSON"):
         render_result(entry)
+
+
+def test_balancing_runs_compare_the_start_and_the_balanced_policy(results):
+    entry = next(e for e in find_results(results)[0] if e.name == "balance")
+    text = render_result(entry).markdown
+    assert "| vs V*: start (16 rollouts) | vs V*: balanced |" in text
+    assert (
+        "| katago | 40 | 32 × (8 + 8) | 64 | 0.200 | **0.150** | **0.800** | 0.850 | 0.500 |"
+        in text
+    )
