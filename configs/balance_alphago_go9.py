@@ -1,12 +1,11 @@
 """Simulation balancing of the fast rollout policy on 9x9 (Silver and Tesauro 2009).
 
-After ``configs/rollout_alphago_go9.py``::
+After ``configs/rollout_alphago_go9.py``, whose policy is the start (the
+games and the KataGo net are the reference data in ``../shared/reference``;
+``--init``, ``--model`` and ``--sgf-dir`` point elsewhere)::
 
     gojax balance-rollout --config configs/balance_alphago_go9.py \\
-        --workdir runs/balance_alphago_go9 \\
-        --init runs/rollout_alphago_go9/rollout_policy.npz \\
-        --model ../shared/reference/katago/g170-b6c96-s175395328-d26788732.bin.gz \\
-        --sgf-dir ../shared/reference/sgf/katago-9x9
+        --workdir runs/balance_alphago_go9
 
 Starts from the policy fitted to the moves of the same 300 KataGo games and
 refits its weights so that the mean of its rollouts from a position matches
@@ -22,6 +21,9 @@ from train.rollout_balance import default_balance_config
 def get_config():
     c = default_balance_config()
     c.seed = 0
+    c.data.init = "runs/rollout_alphago_go9/rollout_policy.npz"
+    c.data.model = "../shared/reference/katago/g170-b6c96-s175395328-d26788732.bin.gz"
+    c.data.sgf_dir = "../shared/reference/sgf/katago-9x9"
     c.data.holdout_games = 100
     c.data.positions_per_game = 2
     c.data.bucket_width = 10

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.sweep import check_config
-from train import policy_gradient, rollout_policy, value_network
+from train import policy_gradient, rollout_balance, rollout_policy, value_network
 from train.loop import learner_config, load_config, selfplay_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.py"))
@@ -31,6 +31,9 @@ def test_config_loads_and_checks(path):
         return
     if path.stem.startswith("rollout_"):
         rollout_policy.check_config(config)
+        return
+    if path.stem.startswith("balance_"):
+        rollout_balance.check_config(config)
         return
     learner_config(config)
     if not path.stem.startswith("sl_"):  # supervised configs have no self-play

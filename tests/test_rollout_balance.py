@@ -113,6 +113,7 @@ def test_balancing_moves_the_rollouts_mean_towards_the_target():
         ("data.holdout_games", 0, "data.holdout_games must be at least 1"),
         ("train.rollouts", 0, "train.rollouts must be >= 1"),
         ("train.learning_rate", 0.0, "train.learning_rate must be > 0"),
+        ("train.optimizer", "lamb", r"train.optimizer must be one of \('adam', 'sgd'\)"),
         ("eval.max_positions", 0, "eval.max_positions must be >= 1"),
     ],
 )

@@ -20,7 +20,8 @@ step takes ``train.positions`` training positions and plays, from each,
   replayed under ``jax.grad`` to accumulate ``sum_t grad log pi``;
 
 the product of two independent estimates is an unbiased estimate of the
-gradient (the paper's Algorithm 1). Adam follows it, plus an L2 pull
+gradient (the paper's Algorithm 1). Adam or plain gradient descent
+(``train.optimizer``) follows it, plus an L2 pull
 towards the starting weights.
 
 ``V*`` here is a KataGo network's value of the position (``white_win -
@@ -71,10 +72,11 @@ __all__ = [
     "replay_log_likelihood_grad",
 ]
 
-PANELS = (
-    ("held-out MSE against the value net", ("holdout.mse_target",)),
-    ("held-out MSE against the results", ("holdout.mse_result",)),
+OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd}
+PANELS = (  # the learning curve's four panels
+    ("held-out MSE: against V*, against the results", ("holdout.mse_target", "holdout.mse_result")),
     ("training batch: (V* - V)^2", ("train.squared_error",)),
+    ("gradient norm", ("train.grad_norm",)),
     ("distance from the start", ("weight_shift",)),
 )
 
@@ -104,7 +106,8 @@ def default_balance_config() -> ml_collections.ConfigDict:
             total_steps=200,
             positions=32,  # positions a step
             rollouts=8,  # games a position for V, and as many for the gradient
-            learning_rate=0.01,  # Adam
+            optimizer="adam",  # or "sgd": steps in proportion to the gradient, as the paper's
+            learning_rate=0.01,
             l2=0.0,  # pull towards the starting weights (summed squares)
             max_minutes=0.0,  # 0: no time limit
             checkpoint_every=50,
@@ -146,6 +149,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
             raise ValueError(f"{group}.{name} must be >= 1, not {config[group][name]}")
     if not t.learning_rate > 0:
         raise ValueError(f"train.learning_rate must be > 0, not {t.learning_rate}")
+    if t.optimizer not in OPTIMIZERS:
+        raise ValueError(f"train.optimizer must be one of {tuple(OPTIMIZERS)}, not {t.optimizer!r}")
     if t.l2 < 0:
         raise ValueError(f"train.l2 must be >= 0, not {t.l2}")
     del e
@@ -343,7 +348,7 @@ def balance_rollout(
     config_json = config_to_json(config)
     train = config.train
     start = rollout_policy.load(config.data.init)
-    optimizer = optax.adam(train.learning_rate)
+    optimizer = OPTIMIZERS[train.optimizer](train.learning_rate)
     weights, opt_state = start, optimizer.init(start)
     checkpoint = workdir / "checkpoint.npz"
     step = 0
@@ -377,7 +382,10 @@ def balance_rollout(
             state["weights"], state["opt_state"], grad, start, train.l2, optimizer
         )
         state["step"] = current + 1
-        return {"train.squared_error": float(jnp.mean(jnp.square(targets - value)))}
+        return {
+            "train.squared_error": float(jnp.mean(jnp.square(targets - value))),
+            "train.grad_norm": float(optax.global_norm(grad)),
+        }
 
     def evaluate(current: int) -> dict[str, Any]:
         del current
