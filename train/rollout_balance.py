@@ -60,7 +60,7 @@ from gojax.rollout_policy import RolloutWeights
 from gojax.rollout_policy import logits as policy_logits
 from gojax.uct import random_rollout, rollout_moves
 from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
-from train.rollout_policy import _NoAsyncSaves, _restore_checkpoint, _save_checkpoint
+from train.rollout_policy import _NoAsyncSaves, _restore_checkpoint, checkpoint_saver
 from train.steps import run_steps
 
 __all__ = [
@@ -393,19 +393,12 @@ def balance_rollout(
         shift = float(jnp.sqrt(_shift(state["weights"], start)))
         return {f"holdout.{k}": v for k, v in state["held"].items()} | {"weight_shift": shift}
 
-    def save(final: bool) -> None:
-        current = state["step"]
-        due = train.checkpoint_every and current - state["saved"] >= train.checkpoint_every
-        if (final or due) and current != state["saved"]:
-            _save_checkpoint(checkpoint, current, state["weights"], state["opt_state"], config_json)
-            state["saved"] = current
-
     step, stopped = run_steps(
         train,
         step,
         advance,
         evaluate=evaluate,
-        save=save,
+        save=checkpoint_saver(checkpoint, config_json, state, train.checkpoint_every),
         ckpt=_NoAsyncSaves(),
         metrics=metrics,
         unit="step",

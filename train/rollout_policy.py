@@ -271,6 +271,21 @@ def _restore_checkpoint(path: Path, template) -> tuple[int, Any, dict[str, Any]]
     return step, jax.tree.unflatten(structure, [jnp.asarray(x) for x in leaves]), config
 
 
+def checkpoint_saver(path: Path, config_json, state: dict[str, Any], every: int):
+    """``run_steps``'s ``save(final)``: ``state``'s ``weights`` and ``opt_state`` at its
+    ``step`` to ``path`` once ``every`` steps (0: never) have passed since ``state["saved"]``,
+    and at the end."""
+
+    def save(final: bool) -> None:
+        current = state["step"]
+        due = every and current - state["saved"] >= every
+        if (final or due) and current != state["saved"]:
+            _save_checkpoint(path, current, state["weights"], state["opt_state"], config_json)
+            state["saved"] = current
+
+    return save
+
+
 class _NoAsyncSaves:
     """What ``run_steps`` calls on a checkpointer: saves here are synchronous."""
 
@@ -345,19 +360,12 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
             | {"weight_norm": norm}
         )
 
-    def save(final: bool) -> None:
-        current = state["step"]
-        due = train.checkpoint_every and current - state["saved"] >= train.checkpoint_every
-        if (final or due) and current != state["saved"]:
-            _save_checkpoint(checkpoint, current, state["weights"], state["opt_state"], config_json)
-            state["saved"] = current
-
     step, stopped = run_steps(
         train,
         step,
         advance,
         evaluate=evaluate,
-        save=save,
+        save=checkpoint_saver(checkpoint, config_json, state, train.checkpoint_every),
         ckpt=_NoAsyncSaves(),
         metrics=metrics,
         unit="step",
