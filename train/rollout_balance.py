@@ -384,7 +384,7 @@ def balance_rollout(
         state["step"] = current + 1
         return {
             "train.squared_error": float(jnp.mean(jnp.square(targets - value))),
-            "train.grad_norm": float(optax.global_norm(grad)),
+            "train.grad_norm": float(jnp.sqrt(sum(jnp.sum(g * g) for g in grad))),
         }
 
     def evaluate(current: int) -> dict[str, Any]:
