@@ -20,6 +20,7 @@ from train.rollout_balance import (
     balance_gradient,
     check_config,
     default_balance_config,
+    only_tables,
     record_rollouts,
     replay_log_likelihood_grad,
 )
@@ -114,6 +115,8 @@ def test_balancing_moves_the_rollouts_mean_towards_the_target():
         ("train.rollouts", 0, "train.rollouts must be >= 1"),
         ("train.learning_rate", 0.0, "train.learning_rate must be > 0"),
         ("train.optimizer", "lamb", r"train.optimizer must be one of \('adam', 'sgd'\)"),
+        ("train.tables", ("last", "offsets"), "train.tables must name some of"),
+        ("train.tables", (), "train.tables must name some of"),
         ("eval.max_positions", 0, "eval.max_positions must be >= 1"),
     ],
 )
@@ -190,3 +193,11 @@ def test_apply_adds_the_pull_towards_the_start():
     after, _ = _apply(moved, optimizer.init(moved), zero, start, 1.0, optimizer)
     # gradient 2 * l2 * (w - start) = 2: one SGD step of 0.25 takes w from 1 to 0.5
     np.testing.assert_allclose(after.last, np.full(start.last.shape, 0.5))
+
+
+def test_only_the_named_tables_are_balanced():
+    grad = jax.tree.map(jnp.ones_like, rp.zero_weights())
+    kept = only_tables(grad, ("last", "own_last"))
+    assert float(jnp.sum(kept.pattern)) == 0 and float(jnp.sum(kept.response)) == 0
+    np.testing.assert_array_equal(kept.last, grad.last)
+    np.testing.assert_array_equal(kept.own_last, grad.own_last)

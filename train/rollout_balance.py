@@ -68,6 +68,7 @@ __all__ = [
     "balance_rollout",
     "check_config",
     "default_balance_config",
+    "only_tables",
     "record_rollouts",
     "replay_log_likelihood_grad",
 ]
@@ -106,6 +107,9 @@ def default_balance_config() -> ml_collections.ConfigDict:
             total_steps=200,
             positions=32,  # positions a step
             rollouts=8,  # games a position for V, and as many for the gradient
+            # the weight tables balanced (the others keep the start's values): gojax.
+            # rollout_policy.RolloutWeights fields pattern, response, last, own_last
+            tables=("pattern", "response", "last", "own_last"),
             optimizer="adam",  # or "sgd": steps in proportion to the gradient, as the paper's
             learning_rate=0.01,
             l2=0.0,  # pull towards the starting weights (summed squares)
@@ -149,6 +153,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
             raise ValueError(f"{group}.{name} must be >= 1, not {config[group][name]}")
     if not t.learning_rate > 0:
         raise ValueError(f"train.learning_rate must be > 0, not {t.learning_rate}")
+    fields = RolloutWeights._fields
+    if not t.tables or any(name not in fields for name in t.tables):
+        raise ValueError(f"train.tables must name some of {fields}, not {tuple(t.tables)}")
     if t.optimizer not in OPTIMIZERS:
         raise ValueError(f"train.optimizer must be one of {tuple(OPTIMIZERS)}, not {t.optimizer!r}")
     if t.l2 < 0:
@@ -261,6 +268,13 @@ def balance_gradient(
     coefficients = -error * (outcome - baseline) / (rollouts * count)
     grad = replay_log_likelihood_grad(weights, games, actions, steps, coefficients)
     return grad, value
+
+
+def only_tables(grad: RolloutWeights, tables: tuple[str, ...]) -> RolloutWeights:
+    """``grad`` with every table not named in ``tables`` zeroed (those weights stay put)."""
+    return grad._replace(
+        **{n: jnp.zeros_like(g) for n, g in grad._asdict().items() if n not in tables}
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -378,6 +392,7 @@ def balance_rollout(
         targets = jnp.asarray(training["targets"])[index]
         key = jax.random.fold_in(jax.random.key(config.seed), current)
         grad, value = balance_gradient(state["weights"], states, targets, key, train.rollouts)
+        grad = only_tables(grad, tuple(train.tables))
         state["weights"], state["opt_state"] = _apply(
             state["weights"], state["opt_state"], grad, start, train.l2, optimizer
         )
