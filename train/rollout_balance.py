@@ -134,7 +134,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         if not config.data[key]:
             flag = {"sgf_dir": "--sgf-dir", "init": "--init", "model": "--model"}[key]
             raise ValueError(f"data.{key} is required ({flag})")
-    d, t, e = config.data, config.train, config.eval
+    d, t = config.data, config.train
     if d.holdout_games < 1:
         raise ValueError("data.holdout_games must be at least 1: the run is judged on them")
     if d.max_games < 0:
@@ -160,7 +160,6 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         raise ValueError(f"train.optimizer must be one of {tuple(OPTIMIZERS)}, not {t.optimizer!r}")
     if t.l2 < 0:
         raise ValueError(f"train.l2 must be >= 0, not {t.l2}")
-    del e
 
 
 # ----------------------------------------------------------------------------
@@ -372,6 +371,8 @@ def balance_rollout(
     data = _load_positions(config)
     held, training = data["holdout"], data["train"]
     count = training["targets"].shape[0]
+    targets_all = jnp.asarray(training["targets"])  # once, not at every step
+    tables = tuple(train.tables)
     workdir.mkdir(parents=True, exist_ok=True)
     write_atomic(workdir / "config.json", json.dumps(config_json, indent=2))
     metrics = _Metrics(workdir, True, panels=PANELS)
@@ -389,10 +390,10 @@ def balance_rollout(
         rng = np.random.default_rng([config.seed, current])
         index = jnp.asarray(rng.choice(count, min(train.positions, count), replace=False))
         states = jax.tree.map(lambda x: x[index], training["states"])
-        targets = jnp.asarray(training["targets"])[index]
+        targets = targets_all[index]
         key = jax.random.fold_in(jax.random.key(config.seed), current)
         grad, value = balance_gradient(state["weights"], states, targets, key, train.rollouts)
-        grad = only_tables(grad, tuple(train.tables))
+        grad = only_tables(grad, tables)
         state["weights"], state["opt_state"] = _apply(
             state["weights"], state["opt_state"], grad, start, train.l2, optimizer
         )
