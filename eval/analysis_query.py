@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.engine import EngineError, rules_from_json
+from eval.engine import EngineError, rules_from_json, rules_json
 from eval.players import keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
@@ -29,11 +29,9 @@ MAX_MOVES_PER_POINT = 4  # longest game record: 4 moves per point (1444 on 19x19
 DEFAULT_PV_LENGTH = 15  # moves after the first, KataGo's analysisPVLen
 
 # KataGo rule names that our presets do not spell: (preset, whiteHandicapBonus,
-# default komi, what of the rules is not supported and replaced by area scoring).
+# default komi, what of the rules is not supported and replaced by the preset's).
 _KATAGO_NAMES = {
-    "japanese": ("chinese", "0", 6.5, "territory scoring"),
-    "korean": ("chinese", "0", 6.5, "territory scoring"),
-    "ancient-territory": ("chinese", "0", 6.5, "territory scoring with group tax"),
+    "ancient-territory": ("japanese", "0", 6.5, "group tax"),
     "ancient-area": ("chinese", "0", 7.5, "group tax"),
     "stone-scoring": ("chinese", "0", 7.5, "group tax"),
     "chinese-kgs": ("chinese-ogs", "N", 7.5, None),
@@ -43,7 +41,7 @@ _KATAGO_NAMES = {
     "goe": ("tromp-taylor", "0", 7.5, None),
     "ing": ("tromp-taylor", "0", 7.5, None),
 }
-_DEFAULT_KOMI = {"new-zealand": 7.0}  # KataGo's default komi where it is not 7.5
+_DEFAULT_KOMI = {"new-zealand": 7.0, "japanese": 6.5}  # KataGo's where it is not 7.5
 _BONUS = {"none": "0", "n": "N", "n-1": "N-1"}
 
 # Query fields that are read and honoured.
@@ -206,12 +204,14 @@ def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
     """KataGo's ``rules`` (a name or a JSON object) → ``(preset, whiteHandicapBonus,
     default komi, warning)``.
 
-    Rules that score by territory, tax groups or have a button are replaced by
-    the nearest area-scoring preset with the same ko and suicide rules, with a
-    warning (as KataGo does when a network does not support some rules).
+    Rules no preset has (a group tax, the button, territory scoring with
+    superko, suicide or no seki tax) are replaced by the nearest preset, with a
+    warning (as KataGo does when a network does not support some rules):
+    area scoring keeps its ko and suicide rules, territory scoring becomes
+    ``japanese``.
 
     >>> parse_rules("japanese")[:3]
-    ('chinese', '0', 6.5)
+    ('japanese', '0', 6.5)
     """
     if isinstance(value, str):
         key = value.strip().lower().replace("_", "-").replace(" ", "-")
@@ -241,11 +241,15 @@ def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
     fields.setdefault("ko", "POSITIONAL")  # KataGo's defaults for a JSON object
     fields.setdefault("suicide", True)
     missing = []
-    if str(fields.get("scoring", "AREA")).upper() != "AREA":
-        missing.append("territory scoring")
-        fields["scoring"] = "AREA"
-        komi = 6.5 if komi is None else komi
-    if str(fields.get("tax", "NONE")).upper() != "NONE":
+    if str(fields.get("scoring", "AREA")).upper() == "TERRITORY":
+        # KataGo's default tax under territory scoring is SEKI.
+        japanese = rules_json("japanese")
+        fields.setdefault("tax", "SEKI")
+        for key, what in (("ko", "superko"), ("suicide", "suicide"), ("tax", "tax")):
+            if _upper(fields[key]) != japanese[key]:
+                missing.append(f"{what} {json.dumps(fields[key])} with territory scoring")
+                fields[key] = japanese[key]
+    elif str(fields.get("tax", "NONE")).upper() != "NONE":
         missing.append("group tax")
         fields["tax"] = "NONE"
     if fields.get("hasButton", False):
@@ -264,6 +268,10 @@ def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
         warning = f"Rules {json.dumps(value)} not supported ({', '.join(missing)}), "
         warning += f"using {preset} instead"
     return preset, bonus, float(komi), warning
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
 
 
 def _handicap_rule(value: Any, field: str) -> str:

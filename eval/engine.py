@@ -12,8 +12,10 @@ byo-yomi); :func:`allocate_time` gives each move a share of what is left
 and never more than what is left minus a safety margin, so the engine
 does not lose on time while the controller's clock is honest.
 
-Scoring: ``final_score`` is the Tromp-Taylor area count with every stone
-alive (what the rule presets here score); ``final_status`` calls stones dead
+Scoring: ``final_score`` counts the position as it stands, as the rule
+preset scores it: the Tromp-Taylor area count with every stone alive, or under
+``japanese`` territory and prisoners with no points in seki (dead stones
+removed only inside pass-alive area, see ``gojax._territory``); ``final_status`` calls stones dead
 from the network's ownership (see :meth:`Engine.final_status`).
 """
 
@@ -37,11 +39,11 @@ from gojax._board import (
     MIN_SIZE,
     WHITE,
     GoState,
-    area,
     handicap_points,
     legal_moves,
     new_game,
     play,
+    score,
 )
 from gojax._rules import RULE_PRESETS, get_rules
 
@@ -551,12 +553,11 @@ class Engine:
     # -- scoring --------------------------------------------------------------
 
     def margin(self) -> float:
-        """Black's Tromp-Taylor margin: area(Black) - area(White) - komi (handicap bonus in)."""
-        black, white = (int(x) for x in np.asarray(_jitted(area)(self.state)))
-        return black - white - float(self.state.komi)
+        """Black's margin by the rules' count (:func:`gojax.score`), handicap bonus in komi."""
+        return float(_jitted(score)(self.state))
 
     def final_score(self) -> str:
-        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0`` by the Tromp-Taylor area count."""
+        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0`` by :meth:`margin`."""
         return _game.result_string(self.margin())
 
     def final_status(self, status: str, *, threshold: float = 0.6) -> list[int]:
@@ -637,7 +638,12 @@ class Engine:
         self.player.new_game()
 
 
-RULES_FOR_KGS = {"chinese": "chinese-ogs", "aga": "aga", "new_zealand": "new-zealand"}
+RULES_FOR_KGS = {
+    "chinese": "chinese-ogs",
+    "aga": "aga",
+    "new_zealand": "new-zealand",
+    "japanese": "japanese",
+}
 
 
 def rules_json(name: str) -> dict:
@@ -647,9 +653,9 @@ def rules_json(name: str) -> dict:
     return {
         "hasButton": False,
         "ko": rules.ko.upper(),
-        "scoring": "AREA",
+        "scoring": rules.scoring.upper(),
         "suicide": rules.multi_stone_suicide,
-        "tax": "NONE",
+        "tax": "SEKI" if rules.territory else "NONE",
         "whiteHandicapBonus": bonus,
     }
 

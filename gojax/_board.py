@@ -717,13 +717,23 @@ def area(state: GoState) -> jax.Array:
 
 
 def score(state: GoState) -> jax.Array:
-    """``[]`` float32: Black's Tromp-Taylor margin, area(Black) - area(White) - komi."""
+    """``[]`` float32: Black's margin, komi included.
+
+    Area rules: the Tromp-Taylor count, area(Black) - area(White) - komi.
+    Territory rules (``japanese``): territory and prisoners with no points in
+    seki, as KataGo counts them (:mod:`gojax._territory`).
+    """
+    if state.rules.territory:
+        # Imported here: gojax._territory builds on this module.
+        from gojax._territory import territory_score
+
+        return territory_score(state)
     black, white = area(state)
     return (black - white).astype(jnp.float32) - state.komi
 
 
 def winner(state: GoState) -> jax.Array:
-    """``[]`` int8: +1 if Black wins on the area count, -1 if White does, 0 for a tie."""
+    """``[]`` int8: +1 if Black wins by :func:`score`, -1 if White does, 0 for a tie."""
     return jnp.sign(score(state)).astype(jnp.int8)
 
 

@@ -1,17 +1,24 @@
 """Rule sets, named as KataGo names them.
 
-Every preset here scores by area (Tromp-Taylor counting) and differs only in
-how repetition and suicide are treated:
+The presets differ in how repetition and suicide are treated and in how the
+end position is counted:
 
-============  ===========  ====================
-preset        ko rule      multi-stone suicide
-============  ===========  ====================
-tromp-taylor  positional   legal
-chinese       simple       illegal
-chinese-ogs   positional   illegal
-aga           situational  illegal
-new-zealand   situational  legal
-============  ===========  ====================
+============  ===========  ====================  =========================
+preset        ko rule      multi-stone suicide   scoring
+============  ===========  ====================  =========================
+tromp-taylor  positional   legal                 area (Tromp-Taylor)
+chinese       simple       illegal               area (Tromp-Taylor)
+chinese-ogs   positional   illegal               area (Tromp-Taylor)
+aga           situational  illegal               area (Tromp-Taylor)
+new-zealand   situational  legal                 area (Tromp-Taylor)
+japanese      simple       illegal               territory, no points in seki
+============  ===========  ====================  =========================
+
+``korean`` is another name for ``japanese``, as in KataGo. Territory scoring
+counts the end position as KataGo does when a game ends by two passes without
+its cleanup phase (``gojax._territory``): territory and prisoners, with dead
+stones removed only where the opponent's area is pass-alive, and no points for
+either side in seki.
 
 Single-stone suicide is illegal under every preset (a lone stone with no
 liberty would change nothing but the move number, as in KataGo). The simple
@@ -26,6 +33,7 @@ import dataclasses
 from typing import Literal
 
 KoRule = Literal["simple", "positional", "situational"]
+Scoring = Literal["area", "territory"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,11 +47,28 @@ class Rules:
     # (KataGo: chinese N, aga N-1, others 0). Only reported; the score itself
     # uses ``komi`` alone.
     handicap_bonus: Literal["none", "n", "n-1"] = "none"
+    # "territory" scores with KataGo's seki tax (TAX_SEKI): points in seki
+    # count for nobody.
+    scoring: Scoring = "area"
 
     @property
     def superko(self) -> bool:
         """Whether repetition bans go beyond the simple ko point."""
         return self.ko != "simple"
+
+    @property
+    def territory(self) -> bool:
+        """Whether the game is counted by territory (and prisoners) instead of area."""
+        return self.scoring == "territory"
+
+    @property
+    def friendly_pass_ok(self) -> bool:
+        """KataGo's ``friendlyPassOk``: a pass answering a pass need not end the game.
+
+        True for the area presets but tromp-taylor; it decides whether KataGo's
+        input features hide the history when a pass would end the game.
+        """
+        return not self.territory and self.name != "tromp-taylor"
 
 
 RULE_PRESETS: dict[str, Rules] = {
@@ -52,6 +77,7 @@ RULE_PRESETS: dict[str, Rules] = {
     "chinese-ogs": Rules("chinese-ogs", "positional", False, "n"),
     "aga": Rules("aga", "situational", False, "n-1"),
     "new-zealand": Rules("new-zealand", "situational", True),
+    "japanese": Rules("japanese", "simple", False, scoring="territory"),
 }
 
 _ALIASES = {
@@ -63,6 +89,8 @@ _ALIASES = {
     "nz": "new-zealand",
     "newzealand": "new-zealand",
     "new_zealand": "new-zealand",
+    "korean": "japanese",
+    "jp": "japanese",
 }
 
 

@@ -127,6 +127,7 @@ def _postprocess(
         legal,
         states.to_play,
         rules_ko_simple=states.rules.ko == "simple",
+        territory_scoring=states.rules.territory,
         version=version,
     )
     white_value = out["white_win"] - out["white_loss"]

@@ -13,17 +13,24 @@ Spatial planes, ``[N, N, 22]``:
   that are ladder-captured now, 15/16 the same one and two moves ago; 17 for
   opp chains with two liberties that can be laddered, the liberties where
   pla's first move starts the ladder; 18/19 area that is pla's/opp's by
-  KataGo's pass-alive and territory rules; 20, 21 unused (encore).
+  KataGo's pass-alive and territory rules (area scoring only: under territory
+  scoring KataGo shows them in its second encore, which is not modelled); 20,
+  21 unused (encore).
 
 Global features, ``[19]``:
-  0..4 the move 1..5 turns ago was a pass; 5 komi from pla's view / 20;
+  0..4 the move 1..5 turns ago was a pass; 5 komi from pla's view / 20 (under
+  territory scoring plus KataGo's ``whiteBonusScore``, a point a stone placed);
   6, 7 ko rule; 8 multi-stone suicide legal; 9 territory scoring; 10, 11 tax;
   12, 13 encore; 14 a pass now would end the game; 15, 16 playout doubling
-  advantage; 17 button; 18 the komi parity wave.
+  advantage; 17 button; 18 the komi parity wave (area scoring only).
 
-Not modelled: KataGo's encore phases and territory scoring (no preset here
-uses them), the button, handicap compensation in komi (pass the komi you
-want), and the "Spight-like" pass repeat under simple ko.
+Territory rules (``japanese``) give KataGo's inputs for its main phase as its
+GTP engine plays it (``preventCleanupPhase``): no encore, so planes 7, 18..21
+and globals 12, 13 stay 0.
+
+Not modelled: KataGo's encore phases, the button, handicap compensation in
+komi (pass the komi you want), and the "Spight-like" pass repeat under simple
+ko.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import jax.numpy as jnp
 from gojax._board import GoState, repetition_bans
 from gojax._ladders import ladder_features_of_boards
 from gojax._pass_alive import area_ownership
+from gojax._territory import white_bonus
 
 NUM_SPATIAL = 22
 NUM_GLOBAL = 19
@@ -63,12 +71,11 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     # KataGo still shows bans in a finished game (a raw evaluation after two passes).
     live = state.replace(terminated=jnp.asarray(False))
 
-    # How many past moves the features may show. Under every preset but
+    # How many past moves the features may show. Under the area presets but
     # tromp-taylor a pass that would end the game is "friendly" and KataGo
     # hides the history (and global 14) so that the net does not see the end.
     pass_would_end = state.passes >= 1
-    friendly = rules.name != "tromp-taylor"
-    suppress = pass_would_end & friendly
+    suppress = pass_would_end & rules.friendly_pass_ok
     max_turns = jnp.where(suppress, 0, jnp.where(state.terminated, 1, HISTORY_MOVES))
     max_turns = jnp.minimum(max_turns, state.move_number)
 
@@ -92,9 +99,12 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     ladders, workings = ladder_features_of_boards(scanned, kos, pla)
     laddered, laddered_1, laddered_2 = ladders
     working = workings[0]
-    area = area_ownership(board, multi_stone_suicide_legal=False)
-
     zeros = jnp.zeros(p, bool)
+    if rules.territory:
+        area_pla = area_opp = zeros
+    else:
+        area = area_ownership(board, multi_stone_suicide_legal=False)
+        area_pla, area_opp = area == pla, area == opp
     spatial = jnp.stack(
         [
             jnp.ones(p, bool),
@@ -111,8 +121,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
             laddered_1,
             laddered_2,
             working,
-            area == pla,
-            area == opp,
+            area_pla,
+            area_opp,
             zeros,
             zeros,
         ],
@@ -120,7 +130,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     ).astype(jnp.float32)
 
     limit = float(p + 20)
-    self_komi = jnp.clip(jnp.where(pla == 1, -state.komi, state.komi), -limit, limit)
+    white_komi = state.komi + white_bonus(state) if rules.territory else state.komi
+    self_komi = jnp.clip(jnp.where(pla == 1, -white_komi, white_komi), -limit, limit)
     ko_features = {"simple": (0.0, 0.0), "positional": (1.0, 0.5), "situational": (1.0, -0.5)}
     ko_a, ko_b = ko_features[rules.ko]
     glob = jnp.zeros(NUM_GLOBAL, jnp.float32)
@@ -128,6 +139,9 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     glob = glob.at[5].set(self_komi / 20.0)
     glob = glob.at[6].set(ko_a).at[7].set(ko_b)
     glob = glob.at[8].set(float(rules.multi_stone_suicide))
+    if rules.territory:
+        glob = glob.at[9].set(1.0).at[10].set(1.0)  # territory scoring; seki tax (SEKI: 1, 0)
     glob = glob.at[14].set((pass_would_end & ~suppress).astype(jnp.float32))
-    glob = glob.at[18].set(_komi_parity_wave(self_komi, p))
+    if not rules.territory:  # KataGo computes the wave under area scoring (or encore 2)
+        glob = glob.at[18].set(_komi_parity_wave(self_komi, p))
     return spatial.reshape(size, size, NUM_SPATIAL), glob

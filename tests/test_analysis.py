@@ -79,11 +79,19 @@ def test_rules_names_and_json_objects(rules, expected):
     assert (preset, bonus, komi) == expected and warning is None
 
 
-def test_territory_rules_fall_back_to_area_scoring_with_a_warning():
-    assert parse_rules("japanese")[:3] == ("chinese", "0", 6.5)
-    assert "territory scoring" in parse_rules("korean")[3]
-    preset, _, komi, warning = parse_rules({"ko": "SIMPLE", "scoring": "TERRITORY", "suicide": 0})
-    assert (preset, komi) == ("chinese", 6.5) and "territory" in warning
+def test_territory_rules_are_japanese_and_what_they_lack_is_warned():
+    assert parse_rules("japanese") == ("japanese", "0", 6.5, None)
+    assert parse_rules("korean") == ("japanese", "0", 6.5, None)
+    # KataGo's JSON: territory scoring with its default tax (SEKI).
+    assert parse_rules({"ko": "SIMPLE", "scoring": "TERRITORY", "suicide": 0}) == (
+        "japanese", "0", 6.5, None,
+    )  # fmt: skip
+    preset, _, komi, warning = parse_rules({"scoring": "TERRITORY", "tax": "ALL", "komi": 5})
+    assert (preset, komi) == ("japanese", 5.0)
+    for lacking in ('superko "POSITIONAL"', "suicide true", 'tax "ALL"'):
+        assert lacking in warning
+    preset, _, _, warning = parse_rules("ancient-territory")
+    assert preset == "japanese" and "group tax" in warning
 
 
 @pytest.mark.parametrize(

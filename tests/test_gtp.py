@@ -154,9 +154,11 @@ def gtp_flags(*argv: str) -> dict:
         ("kgs-time_settings byoyomi 600", "? syntax error"),
         ("kgs-time_settings sudden 600", "? syntax error"),
         ("kgs-rules chinese", "="),
-        ("kgs-rules japanese", "? rules not supported"),
+        ("kgs-rules japanese", "="),
+        ("kgs-rules ing", "? rules not supported"),
         ("kata-set-rules aga", "="),
-        ("kata-set-rules japanese", "? rules not supported"),
+        ("kata-set-rules japanese", "="),
+        ("kata-set-rules stone-scoring", "? rules not supported"),
         ("kata-set-rules {not json", "? syntax error"),
         (
             "kata-get-rules",

@@ -741,7 +741,7 @@ def test_bad_sizes_raise(size):
         gojax.new_game(size)
 
 
-@pytest.mark.parametrize("rules", ["japanese", "", "ing", "tromp taylor"])
+@pytest.mark.parametrize("rules", ["ancient-territory", "", "ing", "tromp taylor"])
 def test_unknown_rules_raise(rules):
     with pytest.raises(ValueError):
         gojax.new_game(9, rules=rules)
