@@ -457,6 +457,36 @@ def test_one_visit_equals_evaluate_and_katago():
         np.testing.assert_allclose(reply["ownership"], katago["whiteOwnership"], atol=1e-4)
 
 
+def test_japanese_queries_are_evaluated_under_territory_rules():
+    """A ``japanese`` query is analysed under japanese (no warning), with KataGo's
+    inputs for territory rules: its numbers are ``evaluate`` of the japanese
+    position and differ from the same moves under chinese."""
+    moves = [["B", "E5"], ["W", "C3"], ["B", "G7"], ["W", "pass"]]
+    fields = {"moves": moves, "maxVisits": 1, "includePolicy": True}
+    fields |= {"overrideSettings": {"reportAnalysisWinratesAs": "WHITE"}}
+    japanese, chinese = session(
+        [json.dumps(query(id=r, rules=r, komi=6.5, **fields)) for r in ("japanese", "chinese")]
+    )
+    assert "warning" not in japanese and "warning" not in chinese
+    m = model()
+    run = jax.jit(functools.partial(evaluate, m.module(), version=m.version, symmetry=0))
+    for reply, rules in ((japanese, "japanese"), (chinese, "chinese")):
+        state = state_from_moves(9, moves, komi=6.5, rules=rules)
+        out = {
+            k: np.asarray(v)[0]
+            for k, v in run(m.variables, jax.tree.map(lambda x: x[None], state)).items()
+        }
+        root = reply["rootInfo"]
+        white_win = out["white_win"] + 0.5 * out["no_result"]
+        assert root["rawWinrate"] == pytest.approx(white_win, abs=1e-5)
+        assert root["rawLead"] == pytest.approx(out["white_lead"], abs=1e-4)
+        np.testing.assert_allclose(
+            reply["policy"], np.where(out["legal"], out["policy"], -1), atol=1e-5
+        )
+    # One stone more for Black counts as komi under territory rules, and the pass is not hidden.
+    assert abs(japanese["rootInfo"]["rawLead"] - chinese["rootInfo"]["rawLead"]) > 0.1
+
+
 def listed_moves(reply: dict) -> list[str]:
     return [m["move"] for m in reply["moveInfos"]]
 

@@ -178,6 +178,21 @@ def test_reply_vectors(command, reply):
     assert ask(server, command) == reply
 
 
+def test_japanese_rules_count_territory_and_prisoners():
+    server = make_server()
+    run(server, "boardsize 5\nkomi 0.5\nkata-set-rules japanese\nclear_board\n")
+    moves = ["B B1", "W C1", "B B2", "W C2", "B B3", "W C3", "B B4", "W C4", "B B5", "W C5"]
+    run(server, "".join(f"play {m}\n" for m in moves + ["B A1"]))
+    assert ask(server, "kata-get-rules") == (
+        '= {"hasButton":false,"ko":"SIMPLE","scoring":"TERRITORY","suicide":false,'
+        '"tax":"SEKI","whiteHandicapBonus":"0"}'
+    )
+    # Territory: Black A2-A5 (4), White D and E (10); by area 10 against 15.
+    assert ask(server, "final_score") == "= W+6.5"
+    assert ask(server, "kata-set-rules chinese") == "="
+    assert ask(server, "final_score") == "= W+5.5"
+
+
 def test_list_commands_names_every_command_once():
     server = make_server()
     listed = ask(server, "list_commands")[2:].split("\n")
