@@ -32,16 +32,18 @@ def _enable_compilation_cache() -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from gojax import _game, render, sgf
-    from gojax._board import area
+    from gojax._board import area, score
 
     record = sgf.load(args.file)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     print(render.state_to_text(state))
-    black, white = (int(x) for x in area(state))
-    margin = black - white - float(state.komi)
     rules = state.rules.name
-    print(f"Rules {rules}; Tromp-Taylor area: Black {black}, White {white}")
-    print(f"Score with komi: {_game.result_string(margin)}")
+    if state.rules.territory:
+        print(f"Rules {rules}; territory and prisoners, no points in seki")
+    else:
+        black, white = (int(x) for x in area(state))
+        print(f"Rules {rules}; Tromp-Taylor area: Black {black}, White {white}")
+    print(f"Score with komi: {_game.result_string(float(score(state)))}")
     if record.result:
         print(f"Recorded result: {record.result}")
     if args.svg:

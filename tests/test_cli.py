@@ -50,6 +50,13 @@ def test_show_prints_board_score_and_svg(capsys, tmp_path):
     assert svg.exists()
     code, out, _ = run(capsys, "show", str(game), "--move", "1")
     assert code == 0 and "Move 1" in out and "Black 25" in out
+    # RU[Japanese]: territory. After B C3 alone Black's 24 points count (a
+    # stone placed is not a point); two stones each leave nothing by dame.
+    game.write_text("(;GM[1]FF[4]SZ[5]KM[0.5]RU[Japanese];B[cc];W[dd];B[];W[])")
+    code, out, _ = run(capsys, "show", str(game), "--move", "1")
+    assert code == 0 and "Rules japanese; territory and prisoners" in out and "B+23.5" in out
+    code, out, _ = run(capsys, "show", str(game))
+    assert code == 0 and "W+0.5" in out
 
 
 @pytest.mark.parametrize(

@@ -151,6 +151,9 @@ def test_dame_next_to_an_area_voids_it():
         komi=0.5,
     )
     assert float(_score(filled)) == 5.0 - 5.0 - 0.5
+    # Batched as self-play scores its games.
+    batch = jax.tree.map(lambda *x: jnp.stack(x), state, filled)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(gojax.score))(batch)), [-0.5, -0.5])
 
 
 def test_dead_stone_in_pass_alive_territory_costs_two_points():
