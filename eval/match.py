@@ -9,9 +9,10 @@ Engine A takes Black in even games (0, 2, ...) and White in odd ones. Every
 move an engine generates is checked by gojax's rules before it is relayed to
 the other engine: an illegal (or unreadable) move loses the game on the spot
 and is never passed on. A game ends after two passes in a row, a resignation
-or the move cap, and is scored by Tromp-Taylor area with komi on the final
-board (every stone counts as alive, so engines should capture dead stones
-before passing). An engine that hangs past the move timeout or dies loses the
+or the move cap, and is scored by the rules' count with komi on the final
+board (``gojax.score``: Tromp-Taylor area, or under ``japanese`` territory and
+prisoners; stones count as alive unless inside pass-alive area, so engines
+should capture dead stones before passing). An engine that hangs past the move timeout or dies loses the
 game and is restarted for the next one.
 
 Files in the output folder:
@@ -81,6 +82,7 @@ KGS_RULES = {
     "chinese-ogs": "chinese",
     "aga": "aga",
     "new-zealand": "new_zealand",
+    "japanese": "japanese",
 }
 
 
@@ -154,7 +156,7 @@ class GameResult:
     winner: str | None  # "A", "B", or None for a draw
     reason: str  # one of REASONS
     moves: int  # moves played (passes included; an illegal move is not)
-    margin: float  # Black's Tromp-Taylor margin on the final board, komi included
+    margin: float  # Black's margin by the rules' count on the final board, komi included
     loser_move: str | None  # the illegal or refused move, as the engine gave it
     seconds: float
     sgf: str  # file name in the output folder
@@ -618,12 +620,13 @@ def run_match(
 def format_table(result: MatchResult) -> str:
     """The result table: wins by colour, forfeits, A's win rate with its 95% interval."""
     config = result.config
+    rules = get_rules(config.rules)
     n = len(result.games)
     lines = [
         f"A: {result.names['A']}  ({shlex.join(split_command(config.engine_a))})",
         f"B: {result.names['B']}  ({shlex.join(split_command(config.engine_b))})",
-        f"{config.size}x{config.size}, komi {config.komi:g}, {get_rules(config.rules).name} "
-        f"rules, Tromp-Taylor scoring; {n} games",
+        f"{config.size}x{config.size}, komi {config.komi:g}, {rules.name} rules, "
+        f"{'territory' if rules.territory else 'Tromp-Taylor'} scoring; {n} games",
         "",
         f"{'':<22}{'A':>8}{'B':>8}",
     ]
