@@ -12,8 +12,8 @@ and is never passed on. A game ends after two passes in a row, a resignation
 or the move cap, and is scored by the rules' count with komi on the final
 board (``gojax.score``: Tromp-Taylor area, or under ``japanese`` territory and
 prisoners; stones count as alive unless inside pass-alive area, so engines
-should capture dead stones before passing). An engine that hangs past the move timeout or dies loses the
-game and is restarted for the next one.
+should capture dead stones before passing). An engine that hangs past the
+move timeout or dies loses the game and is restarted for the next one.
 
 Files in the output folder:
 
