@@ -20,6 +20,7 @@ from eval.engine import EngineError, rules_from_json, rules_json
 from eval.players import keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
+from gojax._game import handicap_stones
 from gojax._rules import RULE_PRESETS, get_rules
 
 REPORT_AS = ("BLACK", "WHITE", "SIDETOMOVE")
@@ -279,31 +280,6 @@ def _handicap_rule(value: Any, field: str) -> str:
     if text not in ("0", "N", "N-1"):
         raise QueryError(field, 'Must be "0", "N" or "N-1"')
     return text
-
-
-def handicap_stones(setup: np.ndarray, moves: list[tuple[int, int]], size: int) -> int:
-    """How many handicap stones White is compensated for, as KataGo counts them.
-
-    Black's setup stones plus the Black moves that open the game (a lone
-    White pass between them does not end the opening; two White moves in a
-    row mean a set-up problem, not a handicap). None with White setup
-    stones, and fewer than two is no handicap.
-    """
-    if np.any(setup == WHITE):
-        return 0
-    opening = 0
-    for i, (colour, action) in enumerate(moves):
-        if colour != BLACK:
-            if i + 1 < len(moves) and moves[i + 1][0] != BLACK:
-                opening = 0
-                break
-            if action == size * size:
-                continue
-            break
-        if action != size * size:
-            opening += 1
-    stones = int(np.sum(setup == BLACK)) + opening
-    return stones if stones > 1 else 0
 
 
 def _position(request: dict) -> tuple[int, np.ndarray, list[tuple[int, int]], int]:

@@ -99,6 +99,31 @@ def handicap_bonus(rules: str, handicap_stones: int) -> int:
     return {"none": 0, "n": handicap_stones, "n-1": handicap_stones - 1}[kind]
 
 
+def handicap_stones(setup: np.ndarray, moves: list[tuple[int, int]], size: int) -> int:
+    """How many handicap stones White is compensated for, as KataGo counts them.
+
+    Black's setup stones plus the Black moves that open the game (a lone
+    White pass between them does not end the opening; two White moves in a
+    row mean a set-up problem, not a handicap). None with White setup
+    stones, and fewer than two is no handicap.
+    """
+    if np.any(setup == WHITE):
+        return 0
+    opening = 0
+    for i, (colour, action) in enumerate(moves):
+        if colour != BLACK:
+            if i + 1 < len(moves) and moves[i + 1][0] != BLACK:
+                opening = 0
+                break
+            if action == size * size:
+                continue
+            break
+        if action != size * size:
+            opening += 1
+    stones = int(np.sum(setup == BLACK)) + opening
+    return stones if stones > 1 else 0
+
+
 def state_from_moves(
     size: int,
     moves: list[tuple[str, str]],
@@ -112,19 +137,24 @@ def state_from_moves(
     This follows a GTP engine fed ``play`` commands (KataGo's semantics): a
     move by the player who is not to move first hands them the move and
     forgets the history (move history, ko and superko), and the Black moves
-    that open a game before White's first are handicap stones, for which White
-    gets ``handicap_bonus`` points added to ``komi`` under chinese and aga
-    rules. Raises ValueError naming the first illegal or unreadable move.
+    that open a game before White's first are handicap stones
+    (:func:`handicap_stones`: lone White passes between them included), for
+    which White gets ``handicap_bonus`` points added to ``komi`` under
+    chinese and aga rules. Raises ValueError naming the first illegal or
+    unreadable move.
     """
     rules = get_rules(rules).name
     if max_moves is None:
         max_moves = max(2 * size * size, len(moves) + 1)
-    opening_black = 0
-    for colour, _ in moves:
-        if str(colour).upper() != "B":
-            break
-        opening_black += 1
-    komi = float(komi) + handicap_bonus(rules, opening_black)
+    played = []
+    for colour, vertex in moves:
+        colour_value = BLACK if str(colour).upper() == "B" else WHITE
+        try:
+            played.append((colour_value, gtp_to_action(vertex, size)))
+        except ValueError:
+            break  # reported below, at its place in the game
+    stones = handicap_stones(np.zeros(size * size, np.int8), played, size)
+    komi = float(komi) + handicap_bonus(rules, stones)
     state = new_game(size, komi=komi, rules=rules, max_moves=max_moves)
     play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
     for number, (colour, vertex) in enumerate(moves, start=1):

@@ -74,8 +74,11 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     # How many past moves the features may show. Under the area presets but
     # tromp-taylor a pass that would end the game is "friendly" and KataGo
     # hides the history (and global 14) so that the net does not see the end.
+    # Only the pass that would be the second in a row is hidden: once two
+    # passes have ended the game a third would not, and KataGo shows the last
+    # move and global 14 again (its shouldSuppressEndGameFromFriendlyPass).
     pass_would_end = state.passes >= 1
-    suppress = pass_would_end & rules.friendly_pass_ok
+    suppress = (state.passes == 1) & rules.friendly_pass_ok
     max_turns = jnp.where(suppress, 0, jnp.where(state.terminated, 1, HISTORY_MOVES))
     max_turns = jnp.minimum(max_turns, state.move_number)
 

@@ -210,6 +210,32 @@ def test_handicap_moves_add_compensation_and_clear_history():
     assert float(glob[5]) == pytest.approx(-(7.5 + 3) / 20)  # Black to play: komi negated
 
 
+def test_handicap_counted_as_katago_counts_it_through_gtp():
+    # A lone White pass between Black's opening moves keeps the opening going.
+    moves = [("B", "C3"), ("W", "pass"), ("B", "G7"), ("W", "E5")]
+    assert float(state_from_moves(9, moves, komi=0.5, rules="chinese").komi) == 2.5
+    assert float(state_from_moves(9, moves, komi=0.5, rules="aga").komi) == 1.5
+    # White answering twice: a set-up problem, no handicap.
+    moves = [("B", "C3"), ("B", "G7"), ("W", "E5"), ("W", "D4")]
+    assert float(state_from_moves(9, moves, komi=0.5, rules="chinese").komi) == 0.5
+
+
+def test_friendly_pass_hides_history_only_before_the_game_ends():
+    """KataGo (area rules but tromp-taylor) hides the history and global 14 when a
+    pass would end the game, not once two passes have ended it: then the last
+    move shows (one turn) and global 14 is set."""
+    one = state_from_moves(9, [("B", "E5"), ("W", "pass")], komi=7.5, rules="chinese")
+    spatial, glob = (np.asarray(x) for x in katago_inputs(one))
+    assert glob[0] == 0.0 and glob[14] == 0.0 and not spatial[..., 10].any()
+    moves = [("B", "E5"), ("W", "C3"), ("B", "pass"), ("W", "pass")]
+    for rules in ("chinese", "aga", "tromp-taylor"):
+        ended = state_from_moves(9, moves, komi=7.5, rules=rules)
+        assert bool(ended.terminated)
+        spatial, glob = (np.asarray(x) for x in katago_inputs(ended))
+        assert list(glob[:5]) == [1.0, 0.0, 0.0, 0.0, 0.0] and glob[14] == 1.0, rules
+        assert not spatial[..., 9:14].any()  # one turn of history: the pass
+
+
 def test_state_from_moves_names_bad_moves():
     with pytest.raises(ValueError, match=r"move 2 \(W C3\) is illegal"):
         state_from_moves(9, [("B", "C3"), ("W", "C3")], komi=7.5, rules="chinese")
