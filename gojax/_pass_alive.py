@@ -227,7 +227,7 @@ def area_ownership(board: jax.Array, *, multi_stone_suicide_legal: bool = False)
       board: ``[P]`` int8 stones (+1 black, -1 white, 0 empty), ``P = N * N``,
         ``N`` in 2..25.
       multi_stone_suicide_legal: KataGo's suicide flag for pass-alive
-        computation (static); false for input version 7 models.
+        computation (static): KataGo passes the rules' multi-stone suicide.
 
     Returns:
       ``[P]`` int8: +1 where the area is Black's, -1 White's, 0 neither.

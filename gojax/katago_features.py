@@ -106,7 +106,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     if rules.territory:
         area_pla = area_opp = zeros
     else:
-        area = area_ownership(board, multi_stone_suicide_legal=False)
+        # KataGo: getSuicideLegalForPassAlive = the rules' multi-stone suicide.
+        area = area_ownership(board, multi_stone_suicide_legal=rules.multi_stone_suicide)
         area_pla, area_opp = area == pla, area == opp
     spatial = jnp.stack(
         [

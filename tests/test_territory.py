@@ -200,6 +200,29 @@ def test_features_and_komi_under_territory_rules():
     assert glob_cn[5] == pytest.approx(-6.5 / 20) and glob_cn[14] == 0.0 and glob_cn[9] == 0.0
 
 
+def test_area_planes_follow_the_rules_suicide_flag():
+    """KataGo computes planes 18/19 with the rules' multi-stone suicide flag:
+    with suicide legal the White stone on A1, not next to Black's group, keeps
+    the left region from being an eye, and the group from being pass-alive."""
+    from gojax.katago_features import katago_inputs
+
+    board = """
+        . X . .
+        . X . .
+        . X X X
+        O . X .
+        """
+    spatial = {}
+    for rules in ("chinese", "tromp-taylor"):
+        state = position(board, rules=rules, to_play="B")
+        spatial[rules] = np.asarray(jax.jit(katago_inputs)(state)[0])
+    black, white = (spatial["chinese"][..., k] for k in (18, 19))
+    assert black.all() and not white.any()  # everything Black's, the dead stone too
+    black, white = (spatial["tromp-taylor"][..., k] for k in (18, 19))
+    assert white[3, 0] == 1 and black[0, 0] == 0 and black[0, 2] == 1
+    assert black.sum() == 11  # the left column and B1 are nobody's
+
+
 def test_korean_is_japanese():
     assert gojax.get_rules("Korean") is gojax.get_rules("japanese")
     rules = gojax.get_rules("japanese")
