@@ -28,8 +28,7 @@ def ref_independent_life(board: np.ndarray) -> np.ndarray:
     size = int(round(len(board) ** 0.5))
     nbrs = neighbors(size)
     basic = [int(v) for v in ref_calculate_area(np.array(board, np.int8))]
-    label, found = chains(np.array(board), size)
-    libs = [len(found[label[i]].liberties) if label[i] >= 0 else 0 for i in range(len(board))]
+    libs = [int(v) for v in _liberties(np.array(board))]
 
     def flood(start, owner, marks):
         stack = [start]
