@@ -801,6 +801,7 @@ def test_gojax_gtp_bad_model_exits_2(tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1 and "error" in done.stderr
 
 
+@pytest.mark.slow
 def test_search_with_alphagos_mixed_leaf_value():
     """With a komi of 100 every random game is lost by Black: lambda 1 values every leaf
     by rollouts alone (Black's win rate exactly 0), lambda 0 by the network alone (a random

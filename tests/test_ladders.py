@@ -583,7 +583,7 @@ def test_batched_scans_equal_one_board_at_a_time_and_step_only_one_stack_row():
     assert all(cond.out_avals[0].shape == () for cond in searches)
 
 
-@pytest.mark.parametrize("num_lanes", [1, 5, 48])
+@pytest.mark.parametrize("num_lanes", [1, 5, pytest.param(48, marks=pytest.mark.slow)])
 def test_lanes_give_each_boards_in_order_answers_budget_aborts_included(num_lanes):
     """Chains shared out among lanes from every board give each board's own in-order
     answers, also where a 1-liberty search aborts on its budget and leaves KataGo's ko

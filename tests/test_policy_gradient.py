@@ -123,6 +123,7 @@ def _config(workdir_init: str = "", steps: int = 2):
     return config
 
 
+@pytest.mark.slow
 def test_run_starts_from_a_run_resumes_and_plays_through_the_engine(tmp_path):
     first = train_pg(_config(steps=2), tmp_path / "a")
     assert first["step"] == 2 and first["resumed_from"] is None and first["pool"] == 3

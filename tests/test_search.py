@@ -406,6 +406,7 @@ def test_batched_backward_equals_mctx_backward():
 # Temperature and noise.
 
 
+@pytest.mark.slow
 def test_temperature_schedule():
     state = new_game(5, komi=0.5)
     states = batch(state, 16)

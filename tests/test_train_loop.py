@@ -121,6 +121,7 @@ def test_resume_equals_uninterrupted_run(tmp_path):
         train(config, tmp_path / "resumed")
 
 
+@pytest.mark.slow
 def test_gating_records_its_games_and_resumes_exactly(tmp_path):
     config = tiny_config()
     config.eval.num_games = 0

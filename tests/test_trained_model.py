@@ -47,6 +47,7 @@ def test_loads_the_newest_checkpoint_as_an_agz_model(run_dir):
         load_trained_model(run_dir, 7)
 
 
+@pytest.mark.slow
 def test_agz_evaluation_is_the_nets_own_output(run_dir):
     model = load_trained_model(run_dir)
     states = positions()
@@ -75,6 +76,7 @@ def _args(run_dir: str, **kwargs) -> argparse.Namespace:
     return argparse.Namespace(**(flags | kwargs))
 
 
+@pytest.mark.slow
 def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
     engine = make_engine(_args(run_dir))
     assert engine.size == 5

@@ -45,6 +45,7 @@ def test_uct_analysis_lists_visited_moves_with_uniform_priors():
     assert all(move != "pass" for move, _ in infos)
 
 
+@pytest.mark.slow
 def test_uct_with_a_fast_rollout_policy_over_gtp(tmp_path):
     import argparse
 

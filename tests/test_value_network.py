@@ -50,6 +50,7 @@ def _generate(sl, rl, sampling=SAMPLING, seed=0):
     return jax.device_get(out)
 
 
+@pytest.mark.slow
 def test_each_game_gives_the_position_after_its_random_move():
     out = _generate(_variables(0), _variables(1))
     valid, u, length = out["valid"], out["u"], out["length"]
@@ -72,6 +73,7 @@ def test_each_game_gives_the_position_after_its_random_move():
     np.testing.assert_array_equal(out["z"][ok], np.where(black_to_move, -1.0, 1.0))
 
 
+@pytest.mark.slow
 def test_sl_plays_before_the_random_move_and_rl_after_it():
     # SL passes, RL plays: a game survives SL's two passes only if U <= 2, and then the
     # random move is the only stone of its colour on the board.

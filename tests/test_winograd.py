@@ -125,7 +125,9 @@ def test_accelerator_lowering_takes_xla_convolution():
     assert "convolution" in text
 
 
-@pytest.mark.parametrize("preset", ["tiny", "b6c96", "agz_tiny"])
+@pytest.mark.parametrize(
+    "preset", ["tiny", pytest.param("b6c96", marks=pytest.mark.slow), "agz_tiny"]
+)
 def test_network_with_prepared_kernels_matches_xla(preset):
     net = gnn.PRESETS[preset]()
     size = 9 if preset == "agz_tiny" else 19
