@@ -165,7 +165,12 @@ def main() -> None:
         from gojax.katago_model import load_model
 
         model = load_model(args.model)
-        net, variables, version, name = model.module(), model.variables, model.version, model.name
+        net, variables, version, name = (
+            model.module(),
+            model.variables,
+            model.output_spec,
+            model.name,
+        )
     else:
         net = gnn.PRESETS[args.preset]()
         variables = net.init(jax.random.key(0), *gnn.example_inputs(net, 1, 19))

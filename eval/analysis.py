@@ -252,7 +252,7 @@ def _device_functions(model: Any, symmetry: int | str):
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, search
 
-    net, version = model.module(), model.version
+    net, version = model.module(), model.output_spec
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, avoid):

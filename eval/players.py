@@ -671,7 +671,7 @@ def _search_functions(
     from gojax.search import katago_evaluator, reuse_subtree, search
     from gojax.uct import mixed_evaluator
 
-    net, version = model.module(), model.version
+    net, version = model.module(), model.output_spec
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):

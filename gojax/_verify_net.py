@@ -5,7 +5,9 @@ position a line: ``size``, ``komi``, ``rules``, ``moves`` (``[colour, GTP
 vertex]`` pairs from the empty board) and ``katago`` (KataGo's ``kata-raw-nn``
 numbers at one symmetry: ``policy`` with ``null`` on illegal points,
 ``policyPass``, ``whiteWin``, ``whiteLoss``, ``noResult``, ``whiteLead``,
-``whiteScoreSelfplay``, ``whiteScoreSelfplaySq``, ``whiteOwnership``).
+``whiteScoreSelfplay``, ``whiteScoreSelfplaySq``, ``whiteOwnership``, and
+where given ``varTimeLeft``, ``shorttermWinlossError``, ``shorttermScoreError``:
+-1 for model version 8).
 
 Positions of one board size and rule preset are evaluated together in one
 batch. For every output the largest absolute difference over all positions is
@@ -41,6 +43,9 @@ TOLERANCES = {
     "whiteLead": 0.02,
     "whiteScoreSelfplay": 0.02,
     "whiteScoreSelfplaySq": 0.5,
+    "varTimeLeft": 0.02,
+    "shorttermWinlossError": 0.02,
+    "shorttermScoreError": 0.02,
     "whiteOwnership": 2e-3,
 }
 
@@ -51,6 +56,9 @@ _SCALARS = {
     "whiteLead": "white_lead",
     "whiteScoreSelfplay": "white_score_selfplay",
     "whiteScoreSelfplaySq": "white_score_selfplay_sq",
+    "varTimeLeft": "var_time_left",
+    "shorttermWinlossError": "shortterm_winloss_error",
+    "shorttermScoreError": "shortterm_score_error",
 }
 
 
@@ -145,6 +153,7 @@ def verify_net_file(
     path: str | Path,
     *,
     symmetry: int = 0,
+    policy_optimism: float = 0.0,
     report: Callable[[int, int], None] | None = None,
 ) -> NetCheck:
     """Evaluate every position of ``path`` with ``model`` and compare with KataGo's numbers.
@@ -159,7 +168,7 @@ def verify_net_file(
         groups[(int(record["size"]), str(record["rules"]))].append(len(records))
         records.append((number, record))
 
-    run = make_evaluator(model, symmetry=symmetry)
+    run = make_evaluator(model, symmetry=symmetry, policy_optimism=policy_optimism)
     check = NetCheck(len(records), {k: Worst(k) for k in TOLERANCES}, [])
     done = 0
     for (size, rules), members in sorted(groups.items()):

@@ -267,8 +267,15 @@ def cmd_verify_net(args: argparse.Namespace) -> int:
     def report(done: int, total: int) -> None:
         print(f"  evaluated {done}/{total} positions", flush=True)
 
-    check = verify_net_file(model, args.file, symmetry=args.symmetry, report=report)
-    print(f"{check.num_positions} positions at symmetry {args.symmetry}")
+    check = verify_net_file(
+        model,
+        args.file,
+        symmetry=args.symmetry,
+        policy_optimism=args.policy_optimism,
+        report=report,
+    )
+    optimism = f", policy optimism {args.policy_optimism:g}" if args.policy_optimism else ""
+    print(f"{check.num_positions} positions at symmetry {args.symmetry}{optimism}")
     print(f"{'output':<22}{'max |diff|':>12}{'tolerance':>11}  where (ours vs KataGo)")
     for worst in check.worst.values():
         where = worst.position + (f" {worst.point}" if worst.point else "")
@@ -397,6 +404,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify_net.add_argument("file", help="JSON lines: size, komi, rules, moves, katago{...}")
     verify_net.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
     verify_net.add_argument("--symmetry", type=int, choices=range(8), default=0)
+    verify_net.add_argument(
+        "--policy-optimism",
+        type=_fraction,
+        default=0.0,
+        help="mix in the optimistic policy of model versions >= 12 as KataGo's kata-raw-nn "
+        "OPTIMISM does (its GTP default is 0.2); default 0",
+    )
     verify_net.set_defaults(run=cmd_verify_net)
     from eval.match import register as register_match
 

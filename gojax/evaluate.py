@@ -48,7 +48,7 @@ from gojax._board import GoState, legal_moves
 from gojax._features import agz_planes
 from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, transform_board, transform_planes
 from gojax.katago_features import katago_inputs
-from gojax.katago_outputs import postprocess
+from gojax.katago_outputs import OutputSpec, postprocess
 from gojax.nn import KataGoNet, apply_in_chunks, default_chunk
 
 SYMMETRY_MODES = ("random", "average")
@@ -108,9 +108,10 @@ def _apply_net(
     back = inverse_symmetry(symmetries)
     out = dict(raw)
     out["ownership"] = jax.vmap(transform_board)(raw["ownership"], back)
-    logits = raw["policy_logits"]
-    board = jax.vmap(transform_board)(logits[:, :-1], back)
-    out["policy_logits"] = jnp.concatenate([board, logits[:, -1:]], axis=-1)
+    for name in raw:
+        if name.endswith("policy_logits"):  # the move's, and the optimistic one if any
+            board = jax.vmap(transform_board)(raw[name][:, :-1], back)
+            out[name] = jnp.concatenate([board, raw[name][:, -1:]], axis=-1)
     return out
 
 
@@ -120,7 +121,7 @@ def _tile8(x: jax.Array) -> jax.Array:
 
 
 def _postprocess(
-    raw: dict[str, jax.Array], states: GoState, legal: jax.Array, version: int
+    raw: dict[str, jax.Array], states: GoState, legal: jax.Array, version: int | OutputSpec
 ) -> dict[str, jax.Array]:
     out = postprocess(
         raw,
@@ -181,7 +182,7 @@ def evaluate(
     variables: Any,
     states: GoState,
     *,
-    version: int = 8,
+    version: int | str | OutputSpec = 8,
     symmetry: int | str = 0,
     key: jax.Array | None = None,
     symmetries: jax.Array | None = None,
@@ -192,8 +193,9 @@ def evaluate(
       net: a ``KataGoNet`` (for a loaded file, ``model.module()``).
       variables: its ``{"params", "batch_stats"}``.
       states: ``[B]`` stacked states of one board size and rule preset.
-      version: KataGo model version of the net (8, 9 or 10), ``"agz"`` for
-        an AlphaGo Zero net or ``"alphago"`` for an AlphaGo net; static.
+      version: KataGo model version of the net (8-17) or, for a loaded file,
+        ``model.output_spec`` (versions >= 13 store their output multipliers);
+        ``"agz"`` for an AlphaGo Zero net or ``"alphago"`` for an AlphaGo net; static.
       symmetry: 0..7, ``"random"`` (needs ``key``) or ``"average"``, static.
       key: PRNG key for ``symmetry="random"``.
       symmetries: optional ``[B]`` int, one symmetry per position (may be
@@ -234,9 +236,16 @@ def evaluate(
 
 
 def make_evaluator(
-    model: Any, *, symmetry: int | str = 0, dtype: Any = jnp.float32
+    model: Any,
+    *,
+    symmetry: int | str = 0,
+    dtype: Any = jnp.float32,
+    policy_optimism: float = 0.0,
 ) -> Callable[..., dict[str, jax.Array]]:
-    """A jitted ``run(variables, states, key=None)`` for a loaded ``KataGoModel``."""
-    net = model.module(dtype=dtype)
-    fn = functools.partial(evaluate, net, version=model.version, symmetry=check_symmetry(symmetry))
+    """A jitted ``run(variables, states, key=None)`` for a loaded ``KataGoModel``
+    (``policy_optimism``: see ``gojax.nn.KataGoNet``; versions >= 12 only)."""
+    net = model.module(dtype=dtype, policy_optimism=policy_optimism)
+    fn = functools.partial(
+        evaluate, net, version=model.output_spec, symmetry=check_symmetry(symmetry)
+    )
     return jax.jit(fn)

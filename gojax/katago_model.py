@@ -1,14 +1,25 @@
 """Read (and write) KataGo model files into parameters for ``gojax.nn.KataGoNet``.
 
-Supported: KataGo model versions **8, 9 and 10** (input version 7: 22 spatial
-and 19 global features), the g170-era residual nets with ordinary and
-global-pooling blocks. Version 8 is the reference net's; 9 and 10 have the
-same layout except that the value head's score layer (``sv3``) has 6 outputs
-instead of 4 (adding short-term value and score error predictions, whose
-post-processing differs between 9 and 10, see ``gojax.katago_outputs``).
-Other versions are refused: 11 adds activation kinds, 12 a second policy
-channel, 13 stored post-processing multipliers, 15 metadata encoders and
-more, and versions before 8 use older input features.
+Supported: KataGo model versions **8 to 17** (input version 7: 22 spatial and
+19 global features) built of convolutional blocks: ordinary, global-pooling
+and nested bottleneck blocks (KataGo's current "nbt" nets, b18c384nbt and
+b28c512nbt). What each version adds, as KataGo's engine reads it:
+
+* 9: the value head's score layer (``sv3``) has 6 outputs instead of 4
+  (short-term value and score error predictions; their post-processing
+  differs between 9, 10 and 14, see ``gojax.katago_outputs``);
+* 11: every activation layer names its kind (ReLU, Mish, SiLU, identity);
+  here one kind must serve every BatchNorm and the value head's hidden layer;
+* 12: a second policy channel, the "optimistic" policy;
+* 13: seven post-processing multipliers in the header (``OutputSpec``);
+* 15: the pass logit goes through a hidden layer (matmul, bias, activation,
+  matmul); reserved option slots in the header and trunk (which must be 0);
+* 16: four policy channels (the last two, Q-value predictions, are unused);
+* 17: the policy channel count (2 or 4) and more reserved slots in the file.
+
+Refused, with the reason: versions before 8 (older input features), nets
+that read SGF metadata (KataGo's human-style nets), RMSNorm trunk tips and
+transformer blocks (version 17 research nets), mixed activation kinds.
 
 File formats (``reference/KATAGO_NOTES.md`` section 1): gzip around
 whitespace-separated text tokens. In ``.bin.gz``/``.bin`` files each weight
@@ -43,12 +54,29 @@ import jax
 import numpy as np
 
 from gojax._atomic import write_atomic
-from gojax.nn import BN_EPSILON, GPOOL, ORDINARY, KataGoConfig, KataGoNet, with_winograd_kernels
+from gojax.katago_outputs import OutputSpec
+from gojax.nn import (
+    BN_EPSILON,
+    GPOOL,
+    NESTED,
+    ORDINARY,
+    KataGoConfig,
+    KataGoNet,
+    with_winograd_kernels,
+)
 
-SUPPORTED_VERSIONS = (8, 9, 10)
+SUPPORTED_VERSIONS = tuple(range(8, 18))
 NUM_SPATIAL_V7 = 22
 NUM_GLOBAL_V7 = 19
-_BLOCK_KINDS = {"ordinary_block": ORDINARY, "gpool_block": GPOOL}
+_INNER_BLOCK_KINDS = ("ordinary_block", "gpool_block")
+_BLOCK_KINDS = (*_INNER_BLOCK_KINDS, "nested_bottleneck_block")
+# Activation tokens of version >= 11 files -> KataGoConfig activations.
+_ACTIVATIONS = {
+    "ACTIVATION_RELU": "relu",
+    "ACTIVATION_MISH": "mish",
+    "ACTIVATION_SILU": "silu",
+    "ACTIVATION_IDENTITY": "identity",
+}
 _TOKEN = re.compile(rb"\S+")
 _WHITESPACE = b" \t\n\r\v\f"
 
@@ -61,12 +89,14 @@ class KataGoModel:
 
     Attributes:
       name: the model's name token.
-      version: KataGo model version (8, 9 or 10).
+      version: KataGo model version (8-17).
       num_spatial, num_global: input feature counts (22 and 19).
       config: the ``KataGoConfig`` of the matching ``KataGoNet``.
       params: nested dict of float32 numpy arrays, the net's ``params``
         collection (conv kernels HWIO, dense kernels ``[in, out]``).
       batch_stats: the matching ``batch_stats`` (mean 0, var ``1 - eps``).
+      output_spec: how to read the outputs (the version and, from version 13, the
+        multipliers the file stores): pass it as ``evaluate``'s ``version``.
     """
 
     name: str
@@ -76,6 +106,11 @@ class KataGoModel:
     config: KataGoConfig
     params: Params
     batch_stats: Params
+    output_spec: OutputSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.output_spec is None:
+            self.output_spec = OutputSpec(self.version)
 
     @functools.cached_property
     def variables(self) -> dict[str, Params]:
@@ -90,7 +125,8 @@ class KataGoModel:
         return with_winograd_kernels(self.module(), base)
 
     def module(self, **kwargs: Any) -> KataGoNet:
-        """The ``KataGoNet`` these parameters fit (kwargs: ``dtype``, ``bn_momentum``)."""
+        """The ``KataGoNet`` these parameters fit (kwargs: ``dtype``, ``bn_momentum``,
+        ``policy_optimism``)."""
         return KataGoNet(config=self.config, **kwargs)
 
     def num_params(self) -> int:
@@ -213,6 +249,8 @@ class _Parser:
     def __init__(self, reader: _Reader, version: int) -> None:
         self.r = reader
         self.version = version
+        self.activations: dict[str, str] = {}  # kind -> the first layer that uses it
+        self.block_kernels: set[int] = set()
 
     def fail(self, message: str) -> ValueError:
         return self.r.fail(message)
@@ -263,9 +301,34 @@ class _Parser:
             {"mean": np.zeros(n, np.float32), "var": np.full(n, 1.0 - BN_EPSILON, np.float32)},
         )
 
-    def activation(self, path: str) -> None:
-        # Versions < 11 store only a name; the activation is always ReLU.
-        self.r.token(f"activation name at {path}")
+    def activation(self, path: str, main: bool = True) -> str:
+        """An activation record: its kind (always ReLU before version 11). ``main``: one of
+        the net's BN activations, which must all be of one kind (``KataGoConfig.activation``)."""
+        name = self.r.token(f"activation name at {path}")
+        if self.version < 11:
+            return "relu"
+        layer = _layer_path(path, name)
+        token = self.r.token(f"{layer}: activation kind")
+        if token not in _ACTIVATIONS:
+            known = ", ".join(_ACTIVATIONS)
+            raise self.fail(f"layer {layer}: unknown activation {token[:40]!r} (known: {known})")
+        kind = _ACTIVATIONS[token]
+        if main:
+            self.activations.setdefault(kind, layer)
+            if len(self.activations) > 1:
+                kinds = ", ".join(f"{k} (first at {at})" for k, at in self.activations.items())
+                raise self.fail(f"layer {layer}: mixed activations are not supported: {kinds}")
+        return kind
+
+    def zeros(self, count: int, what: str) -> None:
+        """``count`` option slots that KataGo reserves for later use: each must be 0."""
+        for i in range(count):
+            value = self.r.integer(f"{what} {i + 1}")
+            if value != 0:
+                raise self.fail(
+                    f"{what} {i + 1} is {value}: an option this reader does not know "
+                    "(written by a newer KataGo?)"
+                )
 
     def matmul(
         self, path: str, in_channels: int | None = None, out_channels: int | None = None
@@ -309,14 +372,119 @@ def _put_bn(params: Params, stats: Params, key: str, folded: tuple[dict, dict]) 
     params[key], stats[key] = folded
 
 
+def _output_spec(r: _Reader, version: int) -> OutputSpec:
+    """The header's post-processing multipliers (version >= 13; defaults before)."""
+    if version < 13:
+        return OutputSpec(version)
+    names = (
+        "td_score_multiplier",
+        "score_mean_multiplier",
+        "score_stdev_multiplier",
+        "lead_multiplier",
+        "variance_time_multiplier",
+        "shortterm_value_error_multiplier",
+        "shortterm_score_error_multiplier",
+    )
+    values = {}
+    for field in names:
+        value = r.number(field.replace("_", " "))
+        if value <= 0:
+            raise r.fail(f"{field.replace('_', ' ')} must be positive, found {value}")
+        values[field] = value
+    return OutputSpec(version, **values)
+
+
+def _model_options(r: _Reader, p: _Parser) -> None:
+    """Version >= 15: the metadata-encoder version, the pass-alive flag and 6 spare slots."""
+    meta = r.integer("metadata encoder version")
+    if meta != 0:
+        raise r.fail(
+            f"metadata encoder version {meta}: nets that read SGF metadata (KataGo's "
+            "human-style nets) are not supported"
+        )
+    prefer = r.integer("preferPassAliveUnderSuicideRules")
+    if prefer != 0:
+        raise r.fail(
+            f"preferPassAliveUnderSuicideRules is {prefer}: nets whose pass-alive inputs assume "
+            "multi-stone suicide are not supported"
+        )
+    p.zeros(6, "model option")
+
+
+def _parse_block(
+    p: _Parser, kind_token: str, path: str, channels: int, shape: dict[str, int]
+) -> tuple[str, Params, Params]:
+    """An ordinary or gpool block on a ``channels``-wide stream: ``(kind, params, stats)``.
+
+    ``shape``: the trunk header's ``mid``, ``regular`` and ``gpool`` widths, which every
+    block's layers must have (as KataGo's exporter writes them).
+    """
+    bp: Params = {}
+    bs: Params = {}
+    mid, regular, gpool = shape["mid"], shape["regular"], shape["gpool"]
+    _put_bn(bp, bs, "norm1", p.bn(path, channels))
+    p.activation(path)
+    if kind_token == "ordinary_block":
+        bp["w1"], k1 = p.conv(path, channels, mid)
+        _put_bn(bp, bs, "norm2", p.bn(path, mid))
+        p.activation(path)
+        bp["w2"], k2 = p.conv(path, mid, channels)
+        p.block_kernels |= {k1, k2}
+        return ORDINARY, bp, bs
+    bp["w1a"], k1 = p.conv(path, channels, regular)
+    bp["w1b"], k2 = p.conv(path, channels, gpool)
+    _put_bn(bp, bs, "norm1b", p.bn(path, gpool))
+    p.activation(path)
+    bp["w1r"] = {"kernel": p.matmul(path, 3 * gpool, regular)}
+    _put_bn(bp, bs, "norm2", p.bn(path, regular))
+    p.activation(path)
+    bp["w2"], k3 = p.conv(path, regular, channels)
+    p.block_kernels |= {k1, k2, k3}
+    return GPOOL, bp, bs
+
+
+def _parse_nested(
+    p: _Parser, path: str, channels: int, shape: dict[str, int]
+) -> tuple[tuple[str, ...], Params, Params]:
+    """A nested bottleneck block (after its name): ``((NESTED, kind, ...), params, stats)``."""
+    num_inner = p.r.positive(f"{path}: number of inner blocks")
+    mid = shape["mid"]
+    bp: Params = {}
+    bs: Params = {}
+    _put_bn(bp, bs, "normp", p.bn(path, channels))
+    p.activation(path)
+    bp["wp"], kp = p.conv(path, channels, mid)
+    kinds = []
+    for j in range(num_inner):
+        token = p.r.token(f"{path}: kind of inner block {j + 1}")
+        if token not in _INNER_BLOCK_KINDS:
+            known = ", ".join(_INNER_BLOCK_KINDS)
+            raise p.fail(
+                f"{path}: unsupported inner block kind {token[:40]!r} at inner block {j + 1} "
+                f"(supported: {known})"
+            )
+        inner = f"{path}/{p.r.token(f'{path}: name of inner block {j + 1}')}"
+        kind, bp[f"inner{j + 1}"], bs[f"inner{j + 1}"] = _parse_block(p, token, inner, mid, shape)
+        kinds.append(kind)
+    _put_bn(bp, bs, "normq", p.bn(path, mid))
+    p.activation(path)
+    bp["wq"], kq = p.conv(path, mid, channels)
+    if (kp, kq) != (1, 1):
+        raise p.fail(f"{path}: the outer convolutions of a nested block must be 1x1")
+    return (NESTED, *kinds), bp, bs
+
+
 def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGoModel:
     """Parse decompressed model bytes; ``source`` names the file in error messages."""
     r = _Reader(data, binary, source)
     name = r.token("model name")
     version = r.integer("model version")
     if version not in SUPPORTED_VERSIONS:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
-        raise r.fail(f"model version {version} is not supported (supported: {supported})")
+        older = " (versions before 8 read older input features)" if 0 <= version < 8 else ""
+        raise r.fail(
+            f"model version {version} is not supported (supported: "
+            f"{SUPPORTED_VERSIONS[0]}-{SUPPORTED_VERSIONS[-1]}){older}"
+        )
     num_spatial = r.positive("number of spatial inputs")
     num_global = r.positive("number of global inputs")
     if (num_spatial, num_global) != (NUM_SPATIAL_V7, NUM_GLOBAL_V7):
@@ -324,7 +492,10 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
             f"model version {version} must have {NUM_SPATIAL_V7} spatial and {NUM_GLOBAL_V7} "
             f"global inputs, found {num_spatial} and {num_global}"
         )
+    spec = _output_spec(r, version)
     p = _Parser(r, version)
+    if version >= 15:
+        _model_options(r, p)
     params: Params = {}
     stats: Params = {}
 
@@ -336,11 +507,19 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
     regular = r.positive(f"{trunk}: regular channels")
     r.positive(f"{trunk}: dilated channels")  # read and ignored, as KataGo does
     gpool = r.positive(f"{trunk}: gpool channels")
+    if version >= 15:
+        norm_kind = r.integer(f"{trunk}: trunk norm kind")
+        if norm_kind != 0:
+            raise r.fail(
+                f"{trunk}: trunk norm kind {norm_kind} (RMSNorm) is not supported, only 0 "
+                "(BatchNorm)"
+            )
+        p.zeros(5, f"{trunk}: trunk option")
     params["conv1"], initial_kernel = p.conv(trunk, num_spatial, c)
     params["ginput"] = {"kernel": p.matmul(trunk, num_global, c)}
 
-    kinds: list[str] = []
-    block_kernels: set[int] = set()
+    kinds: list[Any] = []
+    shape = {"mid": mid, "regular": regular, "gpool": gpool}
     for i in range(num_blocks):
         kind_token = r.token(f"{trunk}: kind of block {i + 1}")
         if kind_token not in _BLOCK_KINDS:
@@ -349,40 +528,30 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
                 f"{trunk}: unknown block kind {kind_token[:40]!r} at block {i + 1} "
                 f"(supported: {known})"
             )
-        kind = _BLOCK_KINDS[kind_token]
-        bname = r.token(f"{trunk}: name of block {i + 1}")
-        path = f"{trunk}/{bname}"
-        bp: Params = {}
-        bs: Params = {}
-        _put_bn(bp, bs, "norm1", p.bn(path, c))
-        p.activation(path)
-        if kind == ORDINARY:
-            bp["w1"], k1 = p.conv(path, c, mid)
-            _put_bn(bp, bs, "norm2", p.bn(path, mid))
-            p.activation(path)
-            bp["w2"], k2 = p.conv(path, mid, c)
-            block_kernels |= {k1, k2}
+        path = f"{trunk}/{r.token(f'{trunk}: name of block {i + 1}')}"
+        if kind_token == "nested_bottleneck_block":
+            kind, bp, bs = _parse_nested(p, path, c, shape)
         else:
-            bp["w1a"], k1 = p.conv(path, c, regular)
-            bp["w1b"], k2 = p.conv(path, c, gpool)
-            _put_bn(bp, bs, "norm1b", p.bn(path, gpool))
-            p.activation(path)
-            bp["w1r"] = {"kernel": p.matmul(path, 3 * gpool, regular)}
-            _put_bn(bp, bs, "norm2", p.bn(path, regular))
-            p.activation(path)
-            bp["w2"], k3 = p.conv(path, regular, c)
-            block_kernels |= {k1, k2, k3}
+            kind, bp, bs = _parse_block(p, kind_token, path, c, shape)
         kinds.append(kind)
         params[f"rconv{i + 1}"] = bp
         stats[f"rconv{i + 1}"] = bs
-    if len(block_kernels) > 1:
-        raise r.fail(f"{trunk}: mixed kernel sizes {sorted(block_kernels)} are not supported")
-    block_kernel = block_kernels.pop()
+    if len(p.block_kernels) > 1:
+        kernels = sorted(p.block_kernels)
+        raise r.fail(f"{trunk}: mixed kernel sizes {kernels} are not supported")
+    block_kernel = p.block_kernels.pop() if p.block_kernels else 3
     _put_bn(params, stats, "trunk_norm", p.bn(trunk, c))
     p.activation(trunk)
 
     # Policy head.
     head = r.token("policy head name")
+    if version >= 17:
+        k = r.integer(f"{head}: policy output channels")
+        if k not in (2, 4):
+            raise r.fail(f"{head}: policy output channels must be 2 or 4, found {k}")
+        p.zeros(3, f"{head}: policy option")
+    else:
+        k = 4 if version == 16 else 2 if version >= 12 else 1
     pp: Params = {}
     ps: Params = {}
     pp["p1"], k_p1 = p.conv(head, c)
@@ -394,12 +563,20 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
     pp["g2"] = {"kernel": p.matmul(head, 3 * gc, pc)}
     _put_bn(pp, ps, "p1_norm", p.bn(head, pc))
     p.activation(head)
-    pp["p2"], k_p2 = p.conv(head, pc, 1)
-    pp["pass"] = {"kernel": p.matmul(head, 3 * gc, 1)}
+    pp["p2"], k_p2 = p.conv(head, pc, k)
+    pass_activation = None
+    if version >= 15:
+        pp["pass1"] = {"kernel": p.matmul(head, 3 * gc, pc), "bias": p.matbias(head, pc)}
+        pass_activation = p.activation(head, main=False)
+        pp["pass"] = {"kernel": p.matmul(head, pc, k)}
+    else:
+        pp["pass"] = {"kernel": p.matmul(head, 3 * gc, k)}
     params["policy"], stats["policy"] = pp, ps
 
     # Value head.
     head = r.token("value head name")
+    if version >= 17:
+        p.zeros(3, f"{head}: value option")
     vp: Params = {}
     vs: Params = {}
     vp["v1"], k_v1 = p.conv(head, c)
@@ -441,8 +618,12 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
         initial_kernel=initial_kernel,
         block_kernel=block_kernel,
         bn_epsilon=BN_EPSILON,
+        policy_outputs=k,
+        optimistic_policy=k > 1,
+        activation=next(iter(p.activations), "relu"),
+        pass_activation=pass_activation,
     )
-    return KataGoModel(name, version, num_spatial, num_global, config, params, stats)
+    return KataGoModel(name, version, num_spatial, num_global, config, params, stats, spec)
 
 
 def load_model(path: str | Path) -> KataGoModel:
@@ -490,6 +671,32 @@ def _fold_stats(params: Params, stats: Params, eps: float) -> tuple[np.ndarray, 
     return s, bias - s * mean
 
 
+_ACTIVATION_TOKENS = {kind: token for token, kind in _ACTIVATIONS.items()}
+
+
+def _check_writable(config: KataGoConfig, version: int) -> None:
+    """Refuse a ``version`` whose file layout cannot hold ``config``."""
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"model version {version} is not supported")
+    problems = []
+    if config.score_channels != (4 if version == 8 else 6):
+        problems.append(f"score_channels {4 if version == 8 else 6}")
+    if version < 11 and config.activation != "relu":
+        problems.append("activation relu (activation kinds start at version 11)")
+    if version < 15 and config.pass_activation is not None:
+        problems.append("no pass hidden layer (pass_activation None before version 15)")
+    if version >= 15 and config.pass_activation is None:
+        problems.append("a pass hidden layer (pass_activation)")
+    if version >= 12:
+        outputs = {12: 2, 13: 2, 14: 2, 15: 2, 16: 4}.get(version, config.policy_outputs)
+        if not config.optimistic_policy or config.policy_outputs != outputs:
+            problems.append(f"optimistic_policy with policy_outputs {outputs}")
+    elif config.optimistic_policy:
+        problems.append("no optimistic policy (it starts at version 12)")
+    if problems:
+        raise ValueError(f"model version {version} needs " + "; ".join(problems))
+
+
 def save_model(
     path: str | Path,
     config: KataGoConfig,
@@ -497,20 +704,22 @@ def save_model(
     *,
     name: str = "gojax",
     version: int = 8,
+    output_spec: OutputSpec | None = None,
 ) -> None:
     """Write a ``KataGoNet``'s variables as a KataGo model file (binary or text by suffix).
 
     BN running statistics are folded into each layer's scale and bias (with
     mean 0, variance 1, epsilon 1e-20 in the file), as KataGo's own exporter
-    does after training. ``config.score_channels`` must fit ``version``; of a net with
-    ``policy_outputs=2`` only the move policy (channel 0) is written.
+    does after training. ``version`` must fit ``config`` (score channels, activation,
+    policy channels, pass layer: see ``parse_model``); of a net with
+    ``policy_outputs=2`` and no optimistic policy only the move policy (channel 0) is
+    written, in versions 8-11. ``output_spec``: the multipliers a version >= 13 file
+    stores (KataGo's defaults if None).
     """
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(f"model version {version} is not supported")
-    if config.score_channels != (4 if version == 8 else 6):
-        raise ValueError(f"version {version} needs score_channels {4 if version == 8 else 6}")
+    _check_writable(config, version)
     if not name or any(ch.isspace() for ch in name):
         raise ValueError(f"model name must be one non-empty token, not {name!r}")
+    spec = output_spec or OutputSpec(version)
     path = Path(path)
     lower = path.name.lower()
     binary = not lower.endswith((".txt", ".txt.gz"))
@@ -543,6 +752,12 @@ def save_model(
         floats(scale)
         floats(bias)
 
+    def activation(label: str, kind: str = config.activation) -> None:
+        if version >= 11:
+            tokens(label, _ACTIVATION_TOKENS[kind])
+        else:
+            tokens(label)
+
     def matmul(label: str, kernel: np.ndarray) -> None:
         tokens(label, *kernel.shape)
         floats(kernel)
@@ -551,51 +766,90 @@ def save_model(
         tokens(label, bias.shape[0])
         floats(bias)
 
-    c = config.trunk_channels
-    tokens(name, version, config.num_spatial, config.num_global)
-    tokens("trunk", len(config.blocks), c, config.mid_channels, config.regular_channels)
-    tokens(config.mid_channels - config.regular_channels or 1, config.gpool_channels)
-    conv("conv1", params["conv1"]["kernel"])
-    matmul("ginputw", params["ginput"]["kernel"])
-    for i, kind in enumerate(config.blocks):
-        key = f"rconv{i + 1}"
-        bp, bs = params[key], stats[key]
+    def block(key: str, kind: str, bp: Params, bs: Params) -> None:
         tokens("ordinary_block" if kind == ORDINARY else "gpool_block", key)
         bn(f"{key}/norm1", bp["norm1"], bs["norm1"])
-        tokens(f"{key}/actv1")
+        activation(f"{key}/actv1")
         if kind == ORDINARY:
             conv(f"{key}/w1", bp["w1"]["kernel"])
         else:
             conv(f"{key}/w1a", bp["w1a"]["kernel"])
             conv(f"{key}/w1b", bp["w1b"]["kernel"])
             bn(f"{key}/norm1b", bp["norm1b"], bs["norm1b"])
-            tokens(f"{key}/actv1b")
+            activation(f"{key}/actv1b")
             matmul(f"{key}/w1r", bp["w1r"]["kernel"])
         bn(f"{key}/norm2", bp["norm2"], bs["norm2"])
-        tokens(f"{key}/actv2")
+        activation(f"{key}/actv2")
         conv(f"{key}/w2", bp["w2"]["kernel"])
+
+    c = config.trunk_channels
+    k = config.policy_outputs if config.optimistic_policy else 1
+    tokens(name, version, config.num_spatial, config.num_global)
+    if version >= 13:
+        tokens(
+            spec.td_score_multiplier,
+            spec.score_mean_multiplier,
+            spec.score_stdev_multiplier,
+            spec.lead_multiplier,
+            spec.variance_time_multiplier,
+            spec.shortterm_value_error_multiplier,
+            spec.shortterm_score_error_multiplier,
+        )
+    if version >= 15:
+        tokens(0, 0, *[0] * 6)  # no metadata encoder, plain pass-alive inputs, spare slots
+    tokens("trunk", len(config.blocks), c, config.mid_channels, config.regular_channels)
+    tokens(config.mid_channels - config.regular_channels or 1, config.gpool_channels)
+    if version >= 15:
+        tokens(0, *[0] * 5)  # BatchNorm trunk tip, spare slots
+    conv("conv1", params["conv1"]["kernel"])
+    matmul("ginputw", params["ginput"]["kernel"])
+    for i, kind in enumerate(config.blocks):
+        key = f"rconv{i + 1}"
+        bp, bs = params[key], stats[key]
+        if not isinstance(kind, tuple):
+            block(key, kind, bp, bs)
+            continue
+        tokens("nested_bottleneck_block", key, len(kind) - 1)
+        bn(f"{key}/normp", bp["normp"], bs["normp"])
+        activation(f"{key}/actvp")
+        conv(f"{key}/wp", bp["wp"]["kernel"])
+        for j, inner in enumerate(kind[1:]):
+            block(f"{key}/inner{j + 1}", inner, bp[f"inner{j + 1}"], bs[f"inner{j + 1}"])
+        bn(f"{key}/normq", bp["normq"], bs["normq"])
+        activation(f"{key}/actvq")
+        conv(f"{key}/wq", bp["wq"]["kernel"])
     bn("trunk/norm", params["trunk_norm"], stats["trunk_norm"])
-    tokens("trunk/actv")
+    activation("trunk/actv")
     pp, ps = params["policy"], stats["policy"]
     tokens("policyhead")
+    if version >= 17:
+        tokens(k, 0, 0, 0)
     conv("p1/intermediate_conv/w", pp["p1"]["kernel"])
     conv("g1/w", pp["g1"]["kernel"])
     bn("g1/norm", pp["g1_norm"], ps["g1_norm"])
-    tokens("g1/actv")
+    activation("g1/actv")
     matmul("matmulg2w", pp["g2"]["kernel"])
     bn("p1/norm", pp["p1_norm"], ps["p1_norm"])
-    tokens("p1/actv")
-    # A version-8 file holds the move policy alone: an opponent-reply channel stays behind.
-    conv("p2/w", pp["p2"]["kernel"][..., :1])
-    matmul("matmulpass", pp["pass"]["kernel"][..., :1])
+    activation("p1/actv")
+    # Versions 8-11 hold the move policy alone: an opponent-reply channel stays behind.
+    conv("p2/w", pp["p2"]["kernel"][..., :k])
+    if version >= 15:
+        matmul("matmulpass", pp["pass1"]["kernel"])
+        matbias("matbiaspass", pp["pass1"]["bias"])
+        activation("passactv", config.pass_activation)
+        matmul("matmulpass2", pp["pass"]["kernel"])
+    else:
+        matmul("matmulpass", pp["pass"]["kernel"][..., :k])
     vp, vs = params["value"], stats["value"]
     tokens("valuehead")
+    if version >= 17:
+        tokens(0, 0, 0)
     conv("v1/w", vp["v1"]["kernel"])
     bn("v1/norm", vp["v1_norm"], vs["v1_norm"])
-    tokens("v1/actv")
+    activation("v1/actv")
     matmul("v2/w", vp["v2"]["kernel"])
     matbias("v2/b", vp["v2"]["bias"])
-    tokens("v2/actv")
+    activation("v2/actv")
     matmul("v3/w", vp["v3"]["kernel"])
     matbias("v3/b", vp["v3"]["bias"])
     matmul("sv3/w", vp["sv3"]["kernel"])

@@ -8,13 +8,14 @@ Follows ``reference/KATAGO_NOTES.md`` section 4 (KataGo's
 * value: softmax of ``[win, loss, noResult]`` for the side to move; unless
   the ko rule is simple (or scoring is territory) the noResult logit is
   lowered by 1e5 and its probability forced to 0, so it is a 2-way softmax;
-* score (multipliers 20, 20, 20, 40: model versions 8-10 store none):
-  ``scoreMean = 20 raw0``, ``stdev = 20 softplus(raw1)``,
-  ``scoreMeanSq = scoreMean^2 + stdev^2``, ``lead = 20 raw2``, the first,
-  second and lead scaled by ``1 - noResult``; ``varTimeLeft = 40
-  softplus(raw3)`` and the short-term errors (``raw4``, ``raw5``) exist for
-  version >= 9 (version 9: ``softplus``, ``10 softplus``; version 10:
-  ``sqrt(0.25 softplus)``, ``sqrt(30 softplus)``), and are -1 for version 8;
+* score (multipliers 20, 20, 20, 40, 0.25, 30 up to model version 12; from
+  13 the file stores them, see ``OutputSpec``): ``scoreMean = 20 raw0``,
+  ``stdev = 20 softplus(raw1)``, ``scoreMeanSq = scoreMean^2 + stdev^2``,
+  ``lead = 20 raw2``, the first, second and lead scaled by ``1 - noResult``;
+  ``varTimeLeft = 40 softplus(raw3)`` and the short-term errors (``raw4``,
+  ``raw5``) exist for version >= 9 (version 9: ``softplus``, ``10 softplus``;
+  10-13: ``sqrt(0.25 softplus)``, ``sqrt(30 softplus)``; from 14 the softplus
+  is of half the raw value and squared), and are -1 for version 8;
 * perspective: for Black to move win/loss swap and scoreMean/lead change
   sign; ownership is ``tanh(raw)`` for White to move, ``-tanh(raw)`` for Black.
 
@@ -23,6 +24,7 @@ KataGo does the value part in float64; float32 here agrees to ~1e-7.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import jax
@@ -37,6 +39,29 @@ VARIANCE_TIME_MULTIPLIER = 40.0
 SHORTTERM_VALUE_ERROR_MULTIPLIER = 0.25
 SHORTTERM_SCORE_ERROR_MULTIPLIER = 30.0
 NO_RESULT_LOGIT_REDUCTION = 1e5
+# KataGo model versions whose outputs ``postprocess`` reads.
+VERSIONS = tuple(range(8, 18))
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSpec:
+    """How to read a KataGo net's raw outputs: its model version and, from version 13,
+    the multipliers its file stores (KataGo's ``ModelPostProcessParams``; earlier
+    versions use the defaults). Hashable: a static argument of jitted functions."""
+
+    version: int
+    score_mean_multiplier: float = SCORE_MEAN_MULTIPLIER
+    score_stdev_multiplier: float = SCORE_STDEV_MULTIPLIER
+    lead_multiplier: float = LEAD_MULTIPLIER
+    variance_time_multiplier: float = VARIANCE_TIME_MULTIPLIER
+    shortterm_value_error_multiplier: float = SHORTTERM_VALUE_ERROR_MULTIPLIER
+    shortterm_score_error_multiplier: float = SHORTTERM_SCORE_ERROR_MULTIPLIER
+    td_score_multiplier: float = 20.0  # stored, unused: no output here reads it
+
+    def __post_init__(self) -> None:
+        if self.version not in VERSIONS:
+            supported = f"{VERSIONS[0]}-{VERSIONS[-1]}"
+            raise ValueError(f"model version {self.version} is not supported ({supported})")
 
 
 def softplus(x: jax.Array) -> jax.Array:
@@ -59,7 +84,7 @@ def postprocess(
     to_play: jax.Array,
     *,
     rules_ko_simple: bool | jax.Array,
-    version: int = 8,
+    version: int | OutputSpec = 8,
     territory_scoring: bool | jax.Array = False,
     on_board: jax.Array | None = None,
     temperature: float = 1.0,
@@ -72,7 +97,8 @@ def postprocess(
       legal_mask: ``[B, P+1]`` bool, pass last (pass is always legal in KataGo).
       to_play: ``[B]`` player to move, ``gojax.BLACK`` (+1) or ``gojax.WHITE`` (-1).
       rules_ko_simple: simple ko rule (bool or ``[B]``); otherwise noResult is 0.
-      version: model version (8, 9 or 10), static.
+      version: model version (8-17), or the ``OutputSpec`` of a loaded file
+        (``KataGoModel.output_spec``: versions >= 13 store their multipliers), static.
       territory_scoring: territory scoring also keeps noResult (bool or ``[B]``).
       on_board: optional ``[B, P]`` mask; ownership is 0 off the board.
       temperature: policy temperature.
@@ -83,8 +109,8 @@ def postprocess(
     ``shortterm_winloss_error``, ``shortterm_score_error`` ``[B]``;
     ``white_ownership [B, P]``.
     """
-    if version not in (8, 9, 10):
-        raise ValueError(f"model version {version} is not supported (supported: 8, 9, 10)")
+    spec = version if isinstance(version, OutputSpec) else OutputSpec(version)
+    version = spec.version
     value_logits = raw["value_logits"].astype(jnp.float32)
     score = raw["score"].astype(jnp.float32)
     expected = 4 if version == 8 else 6
@@ -106,10 +132,10 @@ def postprocess(
     total = e_win + e_loss + e_nr
     p_win, p_loss, p_nr = e_win / total, e_loss / total, e_nr / total
 
-    score_mean = SCORE_MEAN_MULTIPLIER * score[:, 0]
-    stdev = SCORE_STDEV_MULTIPLIER * softplus(score[:, 1])
+    score_mean = spec.score_mean_multiplier * score[:, 0]
+    stdev = spec.score_stdev_multiplier * softplus(score[:, 1])
     score_mean_sq = score_mean * score_mean + stdev * stdev
-    lead = LEAD_MULTIPLIER * score[:, 2]
+    lead = spec.lead_multiplier * score[:, 2]
     # Scores are conditional on a result; noResult counts as score 0.
     has_result = 1.0 - p_nr
     score_mean, score_mean_sq, lead = (
@@ -122,13 +148,21 @@ def postprocess(
     if version == 8:
         var_time_left = st_winloss = st_score = minus_one
     else:
-        var_time_left = VARIANCE_TIME_MULTIPLIER * softplus(score[:, 3])
+        var_time_left = spec.variance_time_multiplier * softplus(score[:, 3])
+        value_error, score_error = (
+            spec.shortterm_value_error_multiplier,
+            spec.shortterm_score_error_multiplier,
+        )
         if version == 9:
             st_winloss = softplus(score[:, 4])
             st_score = 10.0 * softplus(score[:, 5])
-        else:
-            st_winloss = jnp.sqrt(SHORTTERM_VALUE_ERROR_MULTIPLIER * softplus(score[:, 4]))
-            st_score = jnp.sqrt(SHORTTERM_SCORE_ERROR_MULTIPLIER * softplus(score[:, 5]))
+        elif version < 14:
+            st_winloss = jnp.sqrt(value_error * softplus(score[:, 4]))
+            st_score = jnp.sqrt(score_error * softplus(score[:, 5]))
+        else:  # "squared softplus for error variance predictions"
+            s4, s5 = softplus(0.5 * score[:, 4]), softplus(0.5 * score[:, 5])
+            st_winloss = jnp.sqrt(s4 * s4 * value_error)
+            st_score = jnp.sqrt(s5 * s5 * score_error)
 
     sign = jnp.where(black, -1.0, 1.0)
     ownership = sign[:, None] * jnp.tanh(raw["ownership"].astype(jnp.float32))

@@ -2,21 +2,24 @@
 
 Both take NHWC inputs and return a dict of raw (pre-softmax, pre-tanh) outputs.
 
-**KataGoNet** follows KataGo's architecture family (model versions 8-10, as
-in ``reference/KATAGO_NOTES.md`` section 2):
+**KataGoNet** follows KataGo's architecture family (model versions 8-17 without
+transformer blocks, as in ``reference/KATAGO_NOTES.md`` section 2):
 
 * trunk: a ``k x k`` input conv plus the global inputs through a matmul, added
   as a per-channel bias; pre-activation residual blocks, some of them
-  global-pooling blocks; a final BN + ReLU;
+  global-pooling blocks, or nested bottleneck blocks of those (KataGo's "nbt"
+  nets); a final BN + activation (ReLU, or Mish / SiLU from version 11);
 * policy head: board logits from a 1x1 conv path biased by pooled features,
-  and a pass logit from the same pooled vector; with ``policy_outputs=2`` a
-  second channel predicts the opponent's reply (KataGo's auxiliary policy
-  target, trained only; KataGo's version-8 files hold the first channel);
+  and a pass logit from the same pooled vector (through a hidden layer from
+  version 15); with ``policy_outputs=2`` a second channel predicts the
+  opponent's reply (KataGo's auxiliary policy target, trained only; KataGo's
+  version-8 files hold the first channel), or with ``optimistic_policy`` it is
+  KataGo's optimistic policy (versions >= 12);
 * value head: 3 value logits ``[win, loss, noResult]``, the raw score outputs
   and a 1x1-conv ownership map, all for the side to move.
 
 **Masking.** Spatial input plane 0 is 1 on the board and 0 elsewhere. Every
-BN is followed by ReLU and then multiplied by that mask; pooled means divide
+BN is followed by the activation and then multiplied by that mask; pooled means divide
 by the on-board area. Conv outputs and the residual stream are not masked
 (every consumer reads them through a masked BN), so one net serves every
 board size up to the tensor size: pad a smaller board into the top-left of
@@ -83,6 +86,10 @@ from gojax import winograd
 ORDINARY = "ordinary"
 GPOOL = "gpool"
 BLOCK_KINDS = (ORDINARY, GPOOL)
+# A nested bottleneck block is the tuple ``(NESTED, kind, kind, ...)`` of its inner blocks.
+NESTED = "nested"
+# Activations after every BatchNorm (and in the heads' hidden layers): KataGo's kinds.
+ACTIVATIONS = ("relu", "mish", "silu", "identity")
 # BatchNorm epsilon of every net here (flax's default); loaded nets rely on it (var = 1 - eps).
 BN_EPSILON = 1e-5
 # Variable collection of the Winograd-transformed 3x3 kernels (see with_winograd_kernels).
@@ -94,9 +101,13 @@ class KataGoConfig:
     """Shape of a KataGo net (hashable, so it can be a Flax module attribute).
 
     Attributes:
-      blocks: kind of each residual block in order, ``"ordinary"`` or ``"gpool"``.
+      blocks: kind of each residual block in order, ``"ordinary"``, ``"gpool"`` or a
+        nested bottleneck block ``("nested", kind, ...)`` (KataGo's
+        ``nested_bottleneck_block``, the "nbt" nets): a 1x1 convolution from ``C`` down
+        to ``mid_channels``, the inner ordinary/gpool blocks on a ``mid_channels``-wide
+        stream, a 1x1 convolution back up to ``C``, all one residual step.
       trunk_channels: residual stream width ``C``.
-      mid_channels: inner width of ordinary blocks.
+      mid_channels: inner width of ordinary blocks (and the stream of nested ones).
       regular_channels: inner width of the regular path of gpool blocks.
       gpool_channels: width of the pooled path of gpool blocks.
       policy_channels: policy head conv width (``p1``).
@@ -110,7 +121,16 @@ class KataGoConfig:
       block_kernel: side of the convs inside residual blocks (3).
       bn_epsilon: BatchNorm epsilon.
       policy_outputs: policy head output channels: 1 (the move to play), or 2 (and
-        the opponent's reply after it, KataGo's auxiliary target; Wu 2019, sec. 4.1).
+        the opponent's reply after it, KataGo's auxiliary target; Wu 2019, sec. 4.1);
+        with ``optimistic_policy`` 2 or 4 (KataGo model versions 12-15 and 16).
+      optimistic_policy: channel 1 is KataGo's "optimistic" policy (model version >= 12)
+        rather than the opponent's reply; channels 2 and 3 of a version-16 net (Q-value
+        predictions) are computed and not returned, as KataGo's engine ignores them.
+      activation: the activation after every BatchNorm and of the value head's hidden
+        layer: ``"relu"`` (every net before model version 11), ``"mish"``, ``"silu"``.
+      pass_activation: ``None``: the pass logits are one bias-free matmul of the policy
+        head's pooled vector (model version < 15); else (version >= 15) a hidden layer
+        of ``policy_channels`` units with a bias and this activation comes first.
     """
 
     blocks: tuple[str, ...]
@@ -129,15 +149,43 @@ class KataGoConfig:
     block_kernel: int = 3
     bn_epsilon: float = BN_EPSILON
     policy_outputs: int = 1
+    optimistic_policy: bool = False
+    activation: str = "relu"
+    pass_activation: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = set(self.blocks) - set(BLOCK_KINDS)
-        if unknown:
-            raise ValueError(f"unknown block kinds {sorted(unknown)} (known: {BLOCK_KINDS})")
+        for block in self.blocks:
+            inner = block[1:] if isinstance(block, tuple) and block[:1] == (NESTED,) else (block,)
+            unknown = [kind for kind in inner if kind not in BLOCK_KINDS]
+            if unknown or not inner:
+                raise ValueError(
+                    f"unknown block {block!r} (known: {BLOCK_KINDS}, or ({NESTED!r}, kind, ...) "
+                    "of those)"
+                )
         if self.score_channels not in (4, 6):
             raise ValueError(f"score_channels must be 4 or 6, not {self.score_channels}")
-        if self.policy_outputs not in (1, 2):
-            raise ValueError(f"policy_outputs must be 1 or 2, not {self.policy_outputs}")
+        allowed = (2, 4) if self.optimistic_policy else (1, 2)
+        if self.policy_outputs not in allowed:
+            with_optimistic = " with optimistic_policy" if self.optimistic_policy else ""
+            raise ValueError(
+                f"policy_outputs must be {allowed[0]} or {allowed[1]}{with_optimistic}, "
+                f"not {self.policy_outputs}"
+            )
+        for name in ("activation", "pass_activation"):
+            value = getattr(self, name)
+            if value not in ACTIVATIONS and not (name == "pass_activation" and value is None):
+                raise ValueError(f"{name} must be one of {ACTIVATIONS}, not {value!r}")
+
+
+def activate(kind: str, x: jax.Array) -> jax.Array:
+    """KataGo's activation ``kind`` (one of ``ACTIVATIONS``) applied to ``x``."""
+    if kind == "relu":
+        return nn.relu(x)
+    if kind == "mish":
+        return x * jnp.tanh(jax.nn.softplus(x))
+    if kind == "silu":
+        return jax.nn.silu(x)
+    return x
 
 
 def _pool_inputs(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -155,15 +203,16 @@ def _pool_inputs(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array, j
 
 
 def global_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
-    """KataGo's gpool of a post-ReLU, masked map: ``[B, H, W, C] -> [B, 3C]``.
+    """KataGo's gpool of a post-activation, masked map: ``[B, H, W, C] -> [B, 3C]``.
 
     ``[mean, mean * (sqrt(area) - 14) / 10, max over on-board points]``,
     channel-blocked. The size term lets one net adapt to the board size.
     """
     mean, b, x = _pool_inputs(x, mask)
-    # Off-board points get -1 so they never win the max (post-ReLU values are >= 0).
+    # KataGo's max starts at -1 and sees off-board points as -1: below any ReLU, Mish
+    # (>= -0.31) or SiLU (>= -0.28) value, so the max of on-board points, floored at -1.
     on_board = mask.astype(jnp.float32) > 0
-    maximum = jnp.max(jnp.where(on_board, x, -1.0), axis=(1, 2))
+    maximum = jnp.maximum(jnp.max(jnp.where(on_board, x, -1.0), axis=(1, 2)), -1.0)
     return jnp.concatenate([mean, mean * (b * 0.1), maximum], axis=-1)
 
 
@@ -184,8 +233,9 @@ def _bn_relu(
     epsilon: float,
     momentum: float,
     dtype: Any,
+    activation: str = "relu",
 ) -> jax.Array:
-    """BatchNorm -> ReLU -> times mask, the fused step before every conv.
+    """BatchNorm -> activation (ReLU unless told) -> times mask, the step before every conv.
 
     Must be called inside a compact method: it creates the ``BatchNorm``
     submodule ``name`` there. In training the statistics use on-board points only.
@@ -198,7 +248,7 @@ def _bn_relu(
         name=name,
     )
     stats_mask = jnp.broadcast_to(mask > 0, x.shape) if train else None
-    return nn.relu(bn(x, mask=stats_mask)) * mask.astype(dtype)
+    return activate(activation, bn(x, mask=stats_mask)) * mask.astype(dtype)
 
 
 def _bn_relu_in(module: nn.Module, mask: jax.Array, train: bool) -> Callable[..., jax.Array]:
@@ -210,6 +260,7 @@ def _bn_relu_in(module: nn.Module, mask: jax.Array, train: bool) -> Callable[...
         epsilon=module.config.bn_epsilon,
         momentum=module.bn_momentum,
         dtype=module.dtype,
+        activation=module.config.activation,
     )
 
 
@@ -328,7 +379,10 @@ class _SameConv(nn.Module):
 
 
 class _OrdinaryBlock(nn.Module):
-    """Pre-activation residual block: ``x + w2(bnrelu(w1(bnrelu(x))))``. ``[B,H,W,C]``."""
+    """Pre-activation residual block: ``x + w2(bnrelu(w1(bnrelu(x))))``. ``[B,H,W,C]``.
+
+    ``C`` is the trunk's width, or ``mid_channels`` inside a nested bottleneck block.
+    """
 
     config: KataGoConfig
     dtype: Any = jnp.float32
@@ -342,12 +396,13 @@ class _OrdinaryBlock(nn.Module):
         h = bnr("norm1", x)
         h = _SameConv(cfg.mid_channels, k, self.dtype, name="w1")(h)
         h = bnr("norm2", h)
-        h = _SameConv(cfg.trunk_channels, k, self.dtype, name="w2")(h)
+        h = _SameConv(x.shape[-1], k, self.dtype, name="w2")(h)
         return x + h
 
 
 class _GPoolBlock(nn.Module):
-    """Residual block whose regular path gets a channel bias from a pooled path. ``[B,H,W,C]``."""
+    """Residual block whose regular path gets a channel bias from a pooled path. ``[B,H,W,C]``
+    (``C`` as in ``_OrdinaryBlock``)."""
 
     config: KataGoConfig
     dtype: Any = jnp.float32
@@ -375,8 +430,33 @@ class _GPoolBlock(nn.Module):
         bias = nn.Dense(cfg.regular_channels, use_bias=False, dtype=self.dtype, name="w1r")(pooled)
         r = r + bias[:, None, None, :].astype(r.dtype)
         h = bnr("norm2", r)
-        h = _SameConv(cfg.trunk_channels, k, self.dtype, name="w2")(h)
+        h = _SameConv(x.shape[-1], k, self.dtype, name="w2")(h)
         return x + h
+
+
+class _NestedBlock(nn.Module):
+    """KataGo's nested bottleneck block ``(NESTED, kind, ...)``: ``[B,H,W,C]``.
+
+    ``x + wq(bnrelu(blocks(wp(bnrelu(x)))))``: 1x1 convolutions ``wp`` (``C`` to
+    ``mid_channels``) and ``wq`` (back), with the inner residual blocks (``inner1``,
+    ...) on the ``mid_channels``-wide stream between them.
+    """
+
+    config: KataGoConfig
+    kinds: tuple[str, ...]
+    dtype: Any = jnp.float32
+    bn_momentum: float = 0.99
+
+    @nn.compact
+    def __call__(self, x: jax.Array, mask: jax.Array, train: bool) -> jax.Array:
+        cfg = self.config
+        bnr = _bn_relu_in(self, mask, train)
+        h = _conv(cfg.mid_channels, 1, "wp", self.dtype)(bnr("normp", x))
+        kw = dict(config=cfg, dtype=self.dtype, bn_momentum=self.bn_momentum)
+        for i, kind in enumerate(self.kinds):
+            block = _OrdinaryBlock if kind == ORDINARY else _GPoolBlock
+            h = block(**kw, name=f"inner{i + 1}")(h, mask, train)
+        return x + _conv(x.shape[-1], 1, "wq", self.dtype)(bnr("normq", h))
 
 
 class _PolicyHead(nn.Module):
@@ -398,8 +478,13 @@ class _PolicyHead(nn.Module):
         p = bnr("p1_norm", p + bias[:, None, None, :].astype(p.dtype))
         k = cfg.policy_outputs
         board = _conv(k, 1, "p2", self.dtype)(p)
-        # Version < 15: the pass logit is one bias-free matmul of the same pooled vector.
-        pass_logit = nn.Dense(k, use_bias=False, dtype=self.dtype, name="pass")(pooled)
+        if cfg.pass_activation is None:
+            # Version < 15: the pass logit is one bias-free matmul of the same pooled vector.
+            pass_logit = nn.Dense(k, use_bias=False, dtype=self.dtype, name="pass")(pooled)
+        else:
+            hidden = nn.Dense(cfg.policy_channels, dtype=self.dtype, name="pass1")(pooled)
+            hidden = activate(cfg.pass_activation, hidden)
+            pass_logit = nn.Dense(k, use_bias=False, dtype=self.dtype, name="pass")(hidden)
         b, h, w, _ = board.shape
         return board.reshape(b, h * w, k), pass_logit
 
@@ -417,7 +502,9 @@ class _ValueHead(nn.Module):
         v = _conv(cfg.value_channels, 1, "v1", self.dtype)(t)
         v = _bn_relu_in(self, mask, train)("v1_norm", v)  # [B, H, W, value_channels]
         pooled = value_pool(v, mask)
-        h = nn.relu(nn.Dense(cfg.value_hidden, dtype=self.dtype, name="v2")(pooled))
+        h = activate(
+            cfg.activation, nn.Dense(cfg.value_hidden, dtype=self.dtype, name="v2")(pooled)
+        )
         value_logits = nn.Dense(3, dtype=self.dtype, name="v3")(h)
         score = nn.Dense(cfg.score_channels, dtype=self.dtype, name="sv3")(h)
         own = _conv(1, 1, "ownership", self.dtype)(v)
@@ -436,13 +523,20 @@ class KataGoNet(nn.Module):
     ``global_features [B, num_global]``; returns float32 ``policy_logits
     [B, H*W+1]``, ``value_logits [B, 3]``, ``score [B, score_channels]``,
     ``ownership [B, H*W]`` (and ``opponent_policy_logits [B, H*W+1]`` when
-    ``config.policy_outputs == 2``). With ``train=True`` the BNs use batch statistics
+    ``config.policy_outputs == 2``; ``optimistic_policy_logits [B, H*W+1]`` with
+    ``config.optimistic_policy``). With ``train=True`` the BNs use batch statistics
     and the ``batch_stats`` collection must be mutable.
+
+    ``policy_optimism`` (KataGo model versions >= 12): ``policy_logits`` become
+    ``p + (p_optimistic - p) * policy_optimism``, as KataGo's ``policyOptimism``
+    (its GTP engine: 0.2 at the root of a search, 1.0 below it, 0.2 for
+    ``kata-raw-nn``).
     """
 
     config: KataGoConfig
     dtype: Any = jnp.float32
     bn_momentum: float = 0.99
+    policy_optimism: float = 0.0
 
     @nn.compact
     def __call__(
@@ -462,14 +556,26 @@ class KataGoNet(nn.Module):
         x = x + g[:, None, None, :].astype(x.dtype)
         kw = dict(config=cfg, dtype=self.dtype, bn_momentum=self.bn_momentum)
         for i, kind in enumerate(cfg.blocks):
-            block = _OrdinaryBlock if kind == ORDINARY else _GPoolBlock
-            x = block(**kw, name=f"rconv{i + 1}")(x, mask, train)
+            name = f"rconv{i + 1}"
+            if isinstance(kind, tuple):
+                x = _NestedBlock(**kw, kinds=kind[1:], name=name)(x, mask, train)
+            else:
+                block = _OrdinaryBlock if kind == ORDINARY else _GPoolBlock
+                x = block(**kw, name=name)(x, mask, train)
         trunk = _bn_relu_in(self, mask, train)("trunk_norm", x)
         board, pass_logit = _PolicyHead(**kw, name="policy")(trunk, mask, train)
         value = _ValueHead(**kw, name="value")(trunk, mask, train)
         logits = jnp.concatenate([board, pass_logit[:, None, :]], axis=1)  # [B, H*W+1, K]
         out = {"policy_logits": logits[..., 0], **value}
-        if cfg.policy_outputs == 2:
+        if cfg.optimistic_policy:
+            optimistic = logits[..., 1]
+            out["optimistic_policy_logits"] = optimistic
+            if self.policy_optimism:
+                # KataGo mixes the logits: p + (p_optimistic - p) * optimism.
+                out["policy_logits"] = out["policy_logits"] + self.policy_optimism * (
+                    optimistic - out["policy_logits"]
+                )
+        elif cfg.policy_outputs == 2:
             out["opponent_policy_logits"] = logits[..., 1]
         return {k: v.astype(jnp.float32) for k, v in out.items()}
 

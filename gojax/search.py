@@ -281,7 +281,7 @@ def katago_evaluator(
     if isinstance(model, tuple):
         net, variables, version = model
     else:
-        net, variables, version = model.module(dtype=dtype), model.variables, model.version
+        net, variables, version = model.module(dtype=dtype), model.variables, model.output_spec
     symmetry = check_symmetry(symmetry)
 
     def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:

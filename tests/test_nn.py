@@ -305,7 +305,7 @@ def _corrupt(data: bytes, case: str) -> bytes:
     ("case", "message"),
     [
         ("gzip", "not a readable gzip file"),
-        ("version", "model version 99 is not supported (supported: 8, 9, 10)"),
+        ("version", "model version 99 is not supported (supported: 8-17)"),
         ("nan", "non-finite weight in layer trunk/conv1"),
         ("truncated", "truncated at layer trunk/rconv3/w1a: expected 55296 floats"),
         ("kind", "unknown block kind 'dilated_block' at block 3"),
