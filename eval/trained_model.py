@@ -44,6 +44,12 @@ class TrainedModel:
     step: int
     opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
 
+    @property
+    def output_spec(self) -> int | str:
+        """What ``gojax.evaluate.evaluate`` takes as ``version`` (``KataGoModel``'s name for
+        it): the version itself, since a trained net stores no output multipliers."""
+        return self.version
+
     def module(self, dtype: Any = jnp.float32):
         """The flax module (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``)."""
         from train.model import ModelSpec, build

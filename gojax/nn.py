@@ -114,7 +114,7 @@ class KataGoConfig:
       policy_gpool_channels: policy head pooled-path width (``g1``).
       value_channels: value head conv width (``v1``).
       value_hidden: value head hidden layer width (``v2``).
-      score_channels: raw score outputs: 4 for model version 8, 6 for 9 and 10.
+      score_channels: raw score outputs: 4 for model version 8, 6 from version 9.
       num_spatial: spatial input planes (22 for KataGo's input version 7).
       num_global: global inputs (19 for input version 7).
       initial_kernel: side of the first conv (5 in g170 nets).
@@ -133,7 +133,7 @@ class KataGoConfig:
         of ``policy_channels`` units with a bias and this activation comes first.
     """
 
-    blocks: tuple[str, ...]
+    blocks: tuple[str | tuple[str, ...], ...]
     trunk_channels: int
     mid_channels: int
     regular_channels: int
