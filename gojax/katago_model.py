@@ -411,6 +411,15 @@ def _model_options(r: _Reader, p: _Parser) -> None:
     p.zeros(6, "model option")
 
 
+def _block_kind(r: _Reader, where: str, label: str, allowed: tuple[str, ...]) -> str:
+    """The kind token of ``label`` (``"block 3"``) in ``where``: one of ``allowed``."""
+    token = r.token(f"{where}: kind of {label}")
+    if token not in allowed:
+        known = ", ".join(allowed)
+        raise r.fail(f"{where}: unknown block kind {token[:40]!r} at {label} (supported: {known})")
+    return token
+
+
 def _parse_block(
     p: _Parser, kind_token: str, path: str, channels: int, shape: dict[str, int]
 ) -> tuple[str, Params, Params]:
@@ -456,13 +465,7 @@ def _parse_nested(
     bp["wp"], kp = p.conv(path, channels, mid)
     kinds = []
     for j in range(num_inner):
-        token = p.r.token(f"{path}: kind of inner block {j + 1}")
-        if token not in _INNER_BLOCK_KINDS:
-            known = ", ".join(_INNER_BLOCK_KINDS)
-            raise p.fail(
-                f"{path}: unsupported inner block kind {token[:40]!r} at inner block {j + 1} "
-                f"(supported: {known})"
-            )
+        token = _block_kind(p.r, path, f"inner block {j + 1}", _INNER_BLOCK_KINDS)
         inner = f"{path}/{p.r.token(f'{path}: name of inner block {j + 1}')}"
         kind, bp[f"inner{j + 1}"], bs[f"inner{j + 1}"] = _parse_block(p, token, inner, mid, shape)
         kinds.append(kind)
@@ -521,13 +524,7 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
     kinds: list[Any] = []
     shape = {"mid": mid, "regular": regular, "gpool": gpool}
     for i in range(num_blocks):
-        kind_token = r.token(f"{trunk}: kind of block {i + 1}")
-        if kind_token not in _BLOCK_KINDS:
-            known = ", ".join(_BLOCK_KINDS)
-            raise r.fail(
-                f"{trunk}: unknown block kind {kind_token[:40]!r} at block {i + 1} "
-                f"(supported: {known})"
-            )
+        kind_token = _block_kind(r, trunk, f"block {i + 1}", _BLOCK_KINDS)
         path = f"{trunk}/{r.token(f'{trunk}: name of block {i + 1}')}"
         if kind_token == "nested_bottleneck_block":
             kind, bp, bs = _parse_nested(p, path, c, shape)

@@ -260,7 +260,7 @@ def _file(tmp_path, version: int = 15, **overrides) -> bytes:
         ("mixed", "mixed activations are not supported"),
         ("multiplier", "lead multiplier must be positive, found -20.0"),
         ("old", "model version 7 is not supported (supported: 8-17) (versions before 8"),
-        ("inner", "unsupported inner block kind 'nested_bottleneck_block'"),
+        ("inner", "unknown block kind 'nested_bottleneck_block' at inner block 1"),
     ],
 )
 def test_unsupported_files_raise_clear_errors(tmp_path, case, message):
