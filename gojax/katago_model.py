@@ -54,7 +54,7 @@ import jax
 import numpy as np
 
 from gojax._atomic import write_atomic
-from gojax.katago_outputs import OutputSpec
+from gojax.katago_outputs import VERSIONS, OutputSpec
 from gojax.nn import (
     BN_EPSILON,
     GPOOL,
@@ -65,7 +65,7 @@ from gojax.nn import (
     with_winograd_kernels,
 )
 
-SUPPORTED_VERSIONS = tuple(range(8, 18))
+SUPPORTED_VERSIONS = VERSIONS  # what the output post-processing reads
 NUM_SPATIAL_V7 = 22
 NUM_GLOBAL_V7 = 19
 _INNER_BLOCK_KINDS = ("ordinary_block", "gpool_block")
