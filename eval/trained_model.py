@@ -43,6 +43,7 @@ class TrainedModel:
     board_sizes: tuple[int, ...] | None  # None: any size the board supports (2..25)
     step: int
     opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
+    activation: str = ""  # a KataGo net's activation if not its preset's (train.model.ModelSpec)
 
     @property
     def output_spec(self) -> int | str:
@@ -55,7 +56,10 @@ class TrainedModel:
         from train.model import ModelSpec, build
 
         spec = ModelSpec(
-            self.preset, dtype=jnp.dtype(dtype).name, opponent_policy=self.opponent_policy
+            self.preset,
+            dtype=jnp.dtype(dtype).name,
+            opponent_policy=self.opponent_policy,
+            activation=self.activation,
         )
         return build(spec)
 
@@ -85,4 +89,5 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,
         opponent_policy=spec.opponent_policy,
+        activation=spec.activation,
     )

@@ -731,33 +731,60 @@ def g170_blocks(num_blocks: int) -> tuple[str, ...]:
     return tuple(GPOOL if (i + 1) % 3 == 0 else ORDINARY for i in range(num_blocks))
 
 
+def nbt_blocks(num_blocks: int) -> tuple[tuple[str, ...], ...]:
+    """Block kinds for KataGo's "nbt" trunks: nested bottleneck blocks of two inner blocks,
+    the first inner block a gpool one in every third block from the third, except the last.
+
+    (KataGo's b18c384nbt, b10c384nbt, b28c512nbt layouts; b5c192nbt has its own.)
+    """
+    gpool = (NESTED, GPOOL, ORDINARY)
+    plain = (NESTED, ORDINARY, ORDINARY)
+    return tuple(
+        gpool if (i + 1) % 3 == 0 and i + 1 < num_blocks else plain for i in range(num_blocks)
+    )
+
+
 def _katago_preset(
     name: str,
-    blocks: tuple[str, ...],
+    blocks: tuple[str | tuple[str, ...], ...],
     channels: int,
     regular: int,
     gpool: int,
     head: int,
     value_hidden: int,
     params: int,
+    *,
+    mid: int | None = None,
+    value_head: int | None = None,
 ) -> Callable[..., KataGoNet]:
-    """A ``functools.partial(KataGoNet, config=...)`` with a docstring giving its size."""
+    """A ``functools.partial(KataGoNet, config=...)`` with a docstring giving its size.
+
+    ``mid``: the inner width of ordinary blocks and the stream of nested blocks
+    (default ``channels``); ``head``: the policy head's widths, and the value head's
+    unless ``value_head`` is given.
+    """
     config = KataGoConfig(
         blocks=blocks,
         trunk_channels=channels,
-        mid_channels=channels,
+        mid_channels=mid or channels,
         regular_channels=regular,
         gpool_channels=gpool,
         policy_channels=head,
         policy_gpool_channels=head,
-        value_channels=head,
+        value_channels=value_head or head,
         value_hidden=value_hidden,
     )
     ctor = functools.partial(KataGoNet, config=config)
-    gpools = [i + 1 for i, kind in enumerate(blocks) if kind == GPOOL]
+    gpools = [i + 1 for i, kind in enumerate(blocks) if GPOOL in (kind, *kind)]
+    nested = all(isinstance(kind, tuple) for kind in blocks)
+    kind = "nested bottleneck blocks of 2" if nested else "blocks"
+    widths = f"{channels} channels, mid {mid}" if nested else f"{channels} channels"
+    heads = (
+        f"heads {head}" if value_head is None else f"policy head {head}, value head {value_head}"
+    )
     ctor.__doc__ = (
-        f"KataGoNet {name}: {len(blocks)} blocks (gpool at {gpools}), {channels} channels, "
-        f"regular/gpool {regular}/{gpool}, heads {head}, value hidden {value_hidden}; "
+        f"KataGoNet {name}: {len(blocks)} {kind} (gpool at {gpools}), {widths}, "
+        f"regular/gpool {regular}/{gpool}, {heads}, value hidden {value_hidden}; "
         f"{params:,} parameters."
     )
     return ctor
@@ -775,6 +802,42 @@ b18c384 = _katago_preset("b18c384", g170_blocks(18), 384, 288, 96, 64, 128, 46_6
 b20c256 = _katago_preset("b20c256", g170_blocks(20), 256, 192, 64, 48, 80, 23_152_535)
 b40c256 = _katago_preset("b40c256", g170_blocks(40), 256, 192, 64, 48, 80, 45_991_831)
 b60c320 = _katago_preset("b60c320", g170_blocks(60), 320, 224, 96, 64, 96, 106_705_799)
+
+# KataGo's nested-bottleneck ("nbt") nets, the architecture of its current kata1 runs
+# (layouts as KataGo's training code names them): every block a 1x1 down to ``mid``,
+# two inner blocks at that width (the first gpool in every third block), a 1x1 back up.
+# The inner gpool blocks split ``mid`` into regular + gpool channels.
+tiny_nbt = _katago_preset(
+    "tiny_nbt",
+    ((NESTED, ORDINARY, ORDINARY), (NESTED, GPOOL, ORDINARY)),
+    32,
+    8,
+    8,
+    8,
+    16,
+    39_807,
+    mid=16,
+)
+b5c192nbt = _katago_preset(
+    "b5c192nbt",
+    ((NESTED, ORDINARY, ORDINARY), (NESTED, GPOOL, ORDINARY)) * 2 + ((NESTED, ORDINARY, ORDINARY),),
+    192,
+    64,
+    32,
+    32,
+    80,
+    1_946_727,
+    mid=96,
+)
+b10c384nbt = _katago_preset(
+    "b10c384nbt", nbt_blocks(10), 384, 128, 64, 48, 112, 14_813_463, mid=192
+)
+b18c384nbt = _katago_preset(
+    "b18c384nbt", nbt_blocks(18), 384, 128, 64, 48, 128, 26_498_855, mid=192, value_head=96
+)
+b28c512nbt = _katago_preset(
+    "b28c512nbt", nbt_blocks(28), 512, 192, 64, 64, 144, 72_998_407, mid=256, value_head=128
+)
 
 
 def _agz_preset(
@@ -823,6 +886,11 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
     "b20c256": b20c256,
     "b40c256": b40c256,
     "b60c320": b60c320,
+    "tiny_nbt": tiny_nbt,
+    "b5c192nbt": b5c192nbt,
+    "b10c384nbt": b10c384nbt,
+    "b18c384nbt": b18c384nbt,
+    "b28c512nbt": b28c512nbt,
     "agz_tiny": agz_tiny,
     "agz_b20c256": agz_b20c256,
     "alphago": alphago,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from pathlib import Path
@@ -27,6 +28,17 @@ def run_dir(tmp_path_factory) -> str:
     workdir = tmp_path_factory.mktemp("run")
     config = tiny_config()
     overrides = ["--config.model.preset=tiny", "--config.model.opponent_policy=true"]
+    apply_overrides(config, [*overrides, "--config.eval.num_games=0"])
+    train(config, workdir)
+    return str(workdir)
+
+
+@pytest.fixture(scope="module")
+def nbt_run_dir(tmp_path_factory) -> str:
+    """Three learner steps of a 5x5 nested-bottleneck net with Mish (KataGo's current kind)."""
+    workdir = tmp_path_factory.mktemp("nbt")
+    config = tiny_config()
+    overrides = ["--config.model.preset=tiny_nbt", "--config.model.activation=mish"]
     apply_overrides(config, [*overrides, "--config.eval.num_games=0"])
     train(config, workdir)
     return str(workdir)
@@ -126,3 +138,51 @@ def test_alphago_zero_nets_and_a_file_that_does_not_match_are_refused(
     with pytest.raises(ValueError, match="differs from the checkpoint's: {'value'"):
         export.export_run(run_dir, tmp_path / "broken.bin.gz")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mish_nested_bottleneck_net_is_written_as_version_11(nbt_run_dir, tmp_path, capsys):
+    trained = load_trained_model(nbt_run_dir)
+    assert trained.activation == "mish"
+    assert trained.module().config.activation == "mish"
+    out = tmp_path / "nbt.bin.gz"
+    assert main(["export", nbt_run_dir, "--out", str(out)]) == 0
+    assert "KataGo model version 11" in capsys.readouterr().out
+    model = load_model(out)
+    assert model.version == 11
+    config = model.config
+    assert config.activation == "mish" and config.score_channels == 6
+    assert config.blocks == trained.module().config.blocks
+    assert all(block[0] == "nested" for block in config.blocks)
+    inputs = encode(ModelSpec("tiny_nbt"), states())
+    spec = ModelSpec("tiny_nbt", activation="mish")
+    mine = forward(spec, trained.module(), trained.variables, inputs, False)
+    file = forward(spec, model.module(), model.variables, inputs, False)
+    for key in ("policy_logits", "value", "ownership", "score_lead"):
+        np.testing.assert_allclose(file[key], mine[key], rtol=1e-4, atol=1e-4, err_msg=key)
+    # The short-term error outputs version 11 adds are not trained: zero weights.
+    sv3 = model.params["value"]["sv3"]
+    assert sv3["kernel"].shape[-1] == 6
+    assert not np.any(sv3["kernel"][:, 4:]) and not np.any(sv3["bias"][4:])
+    # The same net read as ReLU gives other numbers: the activation was trained and written.
+    relu = forward(
+        ModelSpec("tiny_nbt"),
+        trained.module().clone(
+            config=dataclasses.replace(trained.module().config, activation="relu")
+        ),
+        trained.variables,
+        inputs,
+        False,
+    )
+    assert not np.allclose(relu["policy_logits"], mine["policy_logits"], atol=1e-3)
+
+
+def test_activation_is_part_of_the_model_spec_and_of_resuming(nbt_run_dir):
+    with pytest.raises(ValueError, match="activation needs a KataGo-architecture preset"):
+        ModelSpec("agz_tiny", activation="mish")
+    with pytest.raises(ValueError, match="activation must be one of"):
+        ModelSpec("tiny", activation="gelu")
+    config = tiny_config()
+    overrides = ["--config.model.preset=tiny_nbt", "--config.eval.num_games=0"]
+    apply_overrides(config, [*overrides, "--config.train.total_steps=6"])
+    with pytest.raises(ValueError, match="model.activation: 'mish' -> ''"):
+        train(config, nbt_run_dir)

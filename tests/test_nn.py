@@ -385,6 +385,15 @@ PRESET_PARAMS = {
     "agz_tiny": 366_533,
     "agz_b20c256": 22_827_877,
     "alphago": 7_863_148,
+    "tiny_nbt": 39_807,
+    "b5c192nbt": 1_946_727,
+    "b10c384nbt": 14_813_463,
+    # By hand: 5x5 input conv 211,200 + global 7,296; a nested block 1,477,248 (BN 768,
+    # 1x1 down 73,728, two inner blocks of 664,320, BN 384, 1x1 up 73,728), a gpool one
+    # 1,391,232 (inner gpool block 578,304); 13 + 5 of them; trunk BN 768; policy head
+    # 44,160; value head 75,047.
+    "b18c384nbt": 26_498_855,
+    "b28c512nbt": 72_998_407,
     "alphago_tiny": 141_452,
     "alphago_tiny_raw": 141_452,
 }
@@ -401,6 +410,24 @@ def test_preset_parameter_counts():
 def test_g170_block_layout():
     assert gnn.g170_blocks(6) == ("ordinary", "ordinary", "gpool") * 2
     assert gnn.b20c256.keywords["config"].blocks.count("gpool") == 6
+
+
+def test_nbt_block_layout():
+    """KataGo's nbt layouts: the first inner block gpool in blocks 3, 6, ... but not the last."""
+
+    def gpool_blocks(preset):
+        blocks = gnn.PRESETS[preset].keywords["config"].blocks
+        assert all(block[0] == "nested" and len(block) == 3 for block in blocks)
+        assert all(block[2] == "ordinary" for block in blocks)
+        return [i + 1 for i, block in enumerate(blocks) if block[1] == "gpool"]
+
+    assert gpool_blocks("b18c384nbt") == [3, 6, 9, 12, 15]
+    assert gpool_blocks("b28c512nbt") == [3, 6, 9, 12, 15, 18, 21, 24, 27]
+    assert gpool_blocks("b10c384nbt") == [3, 6, 9]
+    assert gpool_blocks("b5c192nbt") == [2, 4]
+    config = gnn.b18c384nbt.keywords["config"]
+    # Inner gpool blocks split the 192-wide stream into 128 regular + 64 pooled channels.
+    assert (config.mid_channels, config.regular_channels, config.gpool_channels) == (192, 128, 64)
 
 
 def _assert_padded_matches(apply, variables, spatial, global_, size, pad):

@@ -331,4 +331,11 @@ def restore_matching_network(
             f"{theirs_size}x{theirs_size}; this config uses {spec.preset!r} on "
             f"{size}x{size}: set model.preset and board.size to match"
         )
+    if theirs.activation != spec.activation:
+        said = {"": "the preset's"}
+        raise ValueError(
+            f"{role} {workdir} (step {run.step}) uses activation "
+            f"{said.get(theirs.activation, repr(theirs.activation))}; this config uses "
+            f"{said.get(spec.activation, repr(spec.activation))}: set model.activation to match"
+        )
     return run

@@ -3,24 +3,29 @@
     gojax export runs/aux_on --out aux_on.bin.gz          # the newest checkpoint
     gojax export runs/aux_on --step 600 --out aux_on-600.txt.gz
 
-The run's KataGo-architecture net (presets ``tiny`` ... ``b60c320``; trained on
-KataGo's version-7 input features) is written in KataGo's model format,
-version 8, binary or text by the file name's suffix, with its BatchNorm
-statistics folded into each layer's scale and bias as KataGo's own exporter
-does (``gojax.katago_model.save_model``). The file is what
-``gojax.katago_model.load_model`` reads, so ``gojax gtp --model``,
-``gojax analysis``, ``gojax analyze`` and sweeps take it like any KataGo net.
+The run's KataGo-architecture net (presets ``tiny`` ... ``b60c320`` and the
+nested-bottleneck ``tiny_nbt`` ... ``b28c512nbt``; trained on KataGo's version-7
+input features) is written in KataGo's model format, binary or text by the
+file name's suffix, with its BatchNorm statistics folded into each layer's
+scale and bias as KataGo's own exporter does (``gojax.katago_model.save_model``).
+The file is what ``gojax.katago_model.load_model`` reads, so ``gojax gtp
+--model``, ``gojax analysis``, ``gojax analyze`` and sweeps take it like any
+KataGo net.
 
-What a version-8 file holds that gojax does not train, and what is written
-there:
+The version is the oldest that holds the net: 8 for ReLU nets (nested blocks
+included: KataGo's engine reads them in any version), 11 for nets trained with
+another ``model.activation`` (activation kinds start there). What the file
+holds that gojax does not train, and what is written there:
 
 * the score head's ``scoreMean`` (channel 0): gojax trains one score output,
   channel 2 (KataGo's ``lead``), on the game's final score, which is
   KataGo's ``scoreMean`` target; both channels get its weights, so a program
   that reads either reads the trained prediction. ``scoreStdev`` and
   ``varTimeLeft`` (channels 1 and 3) stay as the run left them: untrained;
+* version 11's short-term error outputs (score channels 4 and 5): zero weights,
+  so the file predicts the same errors for every position;
 * the opponent-reply output of a ``model.opponent_policy`` net is not part
-  of version 8 and is left out (the move policy alone is written).
+  of these versions and is left out (the move policy alone is written).
 
 Before it returns, the export reads the file back and evaluates it and the
 checkpoint's net on a few positions; a difference beyond float32 rounding of
@@ -42,8 +47,9 @@ import numpy as np
 import gojax
 from gojax._random_play import random_action
 from gojax.evaluate import evaluate
+from gojax.nn import KataGoConfig
 
-__all__ = ["export_run", "register"]
+__all__ = ["export_run", "file_version", "register"]
 
 # Channels of a version-8 score head (gojax.nn.KataGoNet's ``score``).
 SCORE_MEAN, SCORE_LEAD = 0, 2
@@ -67,14 +73,21 @@ def _sample_states(size: int, count: int = 4) -> gojax.GoState:
     return jax.tree.map(lambda *x: jnp.stack(x), *states)
 
 
-def _file_variables(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with the trained score channel copied into KataGo's ``scoreMean``."""
+def file_version(config: KataGoConfig) -> int:
+    """The oldest KataGo model version that holds a trained net of ``config``."""
+    return 8 if config.activation == "relu" else 11
+
+
+def _file_variables(params: dict[str, Any], channels: int) -> dict[str, Any]:
+    """``params`` with the trained score channel copied into KataGo's ``scoreMean`` and
+    the score head padded with zero weights to ``channels`` outputs."""
     params = jax.tree.map(np.asarray, params)
     score = dict(params["value"]["sv3"])
     for name in ("kernel", "bias"):
         values = np.array(score[name], np.float32)
         values[..., SCORE_MEAN] = values[..., SCORE_LEAD]
-        score[name] = values
+        pad = [(0, 0)] * (values.ndim - 1) + [(0, channels - values.shape[-1])]
+        score[name] = np.pad(values, pad)
     return {**params, "value": {**params["value"], "sv3": score}}
 
 
@@ -83,7 +96,7 @@ def export_run(
 ) -> dict[str, Any]:
     """Write checkpoint ``step`` (None: the newest) of the run in ``workdir`` to ``out``.
 
-    Returns ``{"file", "name", "step", "preset", "worst"}``, ``worst`` the largest
+    Returns ``{"file", "name", "step", "preset", "version", "worst"}``, ``worst`` the largest
     differences between the file's and the checkpoint's outputs (policy
     probabilities, value, ownership, score lead in points) on the check
     positions. Raises ValueError naming the problem (no such run or step, an
@@ -106,19 +119,21 @@ def export_run(
         )
     name = name or f"{Path(os.fspath(workdir)).resolve().name}-s{run.step}"
     module = build(spec)
-    params = _file_variables(run.variables["params"])
+    version = file_version(module.config)
+    config = dataclasses.replace(module.config, score_channels=4 if version == 8 else 6)
+    params = _file_variables(run.variables["params"], config.score_channels)
     variables = {"params": params, "batch_stats": run.variables["batch_stats"]}
     # Written beside the target and checked before it takes the target's name.
     out.parent.mkdir(parents=True, exist_ok=True)
     folder = tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")
     try:
         staged = Path(folder) / out.name
-        save_model(staged, module.config, variables, name=name, version=8)
+        save_model(staged, config, variables, name=name, version=version)
         model = load_model(staged)
         # Both through the evaluation the engine plays with (KataGo's post-processing).
         states = _sample_states(int(run.config["board"]["size"]))
         ours = evaluate(module, run.variables, states)
-        theirs = evaluate(model.module(), model.variables, states)
+        theirs = evaluate(model.module(), model.variables, states, version=model.output_spec)
         worst = {
             label: float(jnp.max(jnp.abs(ours[key] - theirs[key])))
             for label, (key, _) in COMPARED.items()
@@ -131,7 +146,14 @@ def export_run(
         for leftover in Path(folder).iterdir():
             leftover.unlink()
         os.rmdir(folder)
-    return {"file": str(out), "name": name, "step": run.step, "preset": spec.preset, "worst": worst}
+    return {
+        "file": str(out),
+        "name": name,
+        "step": run.step,
+        "preset": spec.preset,
+        "version": version,
+        "worst": worst,
+    }
 
 
 def cmd_export(args) -> int:
@@ -139,7 +161,8 @@ def cmd_export(args) -> int:
     worst = ", ".join(f"{k} {v:.1e}" for k, v in result["worst"].items())
     print(
         f"wrote {result['file']}: {result['preset']} net of step {result['step']}, "
-        f"KataGo model version 8, name {result['name']}; read back, largest differences "
+        f"KataGo model version {result['version']}, name {result['name']}; read back, "
+        "largest differences "
         f"from the checkpoint: {worst}"
     )
     return 0
@@ -151,7 +174,8 @@ def register(commands) -> None:
         "export",
         help="write a training run's network as a KataGo model file (.bin.gz)",
         description="Writes a checkpoint of a gojax train run (KataGo-architecture presets) "
-        "as a KataGo model file, version 8: binary for .bin/.bin.gz, text for .txt/.txt.gz.",
+        "as a KataGo model file, version 8 (version 11 for activations other than ReLU): "
+        "binary for .bin/.bin.gz, text for .txt/.txt.gz.",
     )
     parser.add_argument("workdir", help="the run's workdir (as given to gojax train)")
     parser.add_argument("--out", required=True, help="the model file to write")

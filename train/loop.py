@@ -118,7 +118,7 @@ def default_config() -> ml_collections.ConfigDict:
     # opponent_policy: KataGo presets only, a second policy output trained on the
     # opponent's reply (learner.opponent_policy_weight; KataGo's auxiliary target).
     c.model = ml_collections.ConfigDict(
-        dict(preset="agz_tiny", dtype="float32", opponent_policy=False)
+        dict(preset="agz_tiny", dtype="float32", opponent_policy=False, activation="")
     )
     c.selfplay = ml_collections.ConfigDict(
         dict(

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from gojax._board import GoState
 from gojax.evaluate import PLANE_ENCODERS, batch_inputs
-from gojax.nn import PRESETS, AlphaGoNet, AlphaGoZeroNet, KataGoNet, example_inputs
+from gojax.nn import ACTIVATIONS, PRESETS, AlphaGoNet, AlphaGoZeroNet, KataGoNet, example_inputs
 
 # The input encoding each net class takes (the planes encoders are gojax.evaluate's).
 _ENCODER_OF = {AlphaGoZeroNet: "agz", AlphaGoNet: "alphago", KataGoNet: "katago"}
@@ -55,12 +55,16 @@ class ModelSpec:
         opponent's reply (KataGo's auxiliary policy target; ``forward`` returns it as
         ``opponent_policy_logits``). Its parameters differ in shape from a plain
         net's, so a checkpoint restores only into the spec it was trained with.
+      activation: KataGo nets only: the activation after every BatchNorm and in the
+        value head's hidden layer, one of ``gojax.nn.ACTIVATIONS`` (KataGo's current
+        runs use ``"mish"``); ``""`` keeps the preset's (``"relu"``).
     """
 
     preset: str = "tiny"
     encoder: str | None = None
     dtype: str = "float32"
     opponent_policy: bool = False
+    activation: str = ""
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -80,6 +84,10 @@ class ModelSpec:
             raise ValueError(
                 f"opponent_policy needs a KataGo-architecture preset, not {self.preset!r}"
             )
+        if self.activation and natural != "katago":
+            raise ValueError(f"activation needs a KataGo-architecture preset, not {self.preset!r}")
+        if self.activation and self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, not {self.activation!r}")
 
     @property
     def is_katago(self) -> bool:
@@ -88,10 +96,13 @@ class ModelSpec:
 
 def spec_from_config(model: Any) -> ModelSpec:
     """The spec of a run config's ``model`` group (a ConfigDict or a saved config's dict;
-    a group saved before ``opponent_policy`` existed has none)."""
+    a group saved before ``opponent_policy`` or ``activation`` existed has none)."""
     get = model.get
     return ModelSpec(
-        get("preset"), dtype=get("dtype", "float32"), opponent_policy=get("opponent_policy", False)
+        get("preset"),
+        dtype=get("dtype", "float32"),
+        opponent_policy=get("opponent_policy", False),
+        activation=get("activation", ""),
     )
 
 
@@ -106,6 +117,8 @@ def build(spec: ModelSpec) -> nn.Module:
     assert isinstance(module, KataGoNet | AlphaGoZeroNet | AlphaGoNet)
     if spec.opponent_policy:
         module = module.clone(config=dataclasses.replace(module.config, policy_outputs=2))
+    if spec.activation:
+        module = module.clone(config=dataclasses.replace(module.config, activation=spec.activation))
     return module
 
 

@@ -86,7 +86,7 @@ def default_sl_config() -> ml_collections.ConfigDict:
     c.board = ml_collections.ConfigDict(dict(size=19, komi=7.5, rules="chinese"))
     # opponent_policy (KataGo presets): the reply target is the next move played.
     c.model = ml_collections.ConfigDict(
-        dict(preset="agz_tiny", dtype="float32", opponent_policy=False)
+        dict(preset="agz_tiny", dtype="float32", opponent_policy=False, activation="")
     )
     c.data = ml_collections.ConfigDict(
         dict(
