@@ -51,9 +51,18 @@ class TrainedModel:
         it): the version itself, since a trained net stores no output multipliers."""
         return self.version
 
-    def module(self, dtype: Any = jnp.float32):
-        """The flax module (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``)."""
+    def module(self, dtype: Any = jnp.float32, policy_optimism: float = 0.0):
+        """The flax module (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``).
+
+        ``policy_optimism`` (``KataGoModel.module``'s) must be 0: gojax does not train
+        KataGo's optimistic policy."""
         from train.model import ModelSpec, build
+
+        if policy_optimism:
+            raise ValueError(
+                f"{self.name} has no optimistic policy (gojax does not train one): "
+                "policy optimism needs a KataGo net of model version >= 12"
+            )
 
         spec = ModelSpec(
             self.preset,

@@ -76,6 +76,16 @@ def _args(run_dir: str, **kwargs) -> argparse.Namespace:
     return argparse.Namespace(**(flags | kwargs))
 
 
+def test_gtp_plays_a_checkpoints_raw_policy(run_dir):
+    engine = make_engine(_args(run_dir, visits=1))
+    assert engine.player.name.startswith("policy(")
+    server = GTPServer(engine, io.StringIO(), version="test")
+    move = ask(server, "genmove b").removeprefix("= ")
+    assert move == "pass" or gojax.gtp_to_action(move, 5) is not None
+    with pytest.raises(ValueError, match="has no optimistic policy"):
+        load_trained_model(run_dir).module(policy_optimism=0.2)
+
+
 @pytest.mark.slow
 def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
     engine = make_engine(_args(run_dir))
