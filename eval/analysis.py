@@ -48,6 +48,7 @@ from eval.players import (
     Analysis,
     _policy_analysis,
     listed_actions,
+    optimism_label,
     root_moves,
     search_analysis,
 )
@@ -245,19 +246,27 @@ class _Ends(NamedTuple):
     terminated: jax.Array  # [B, N] bool
 
 
-def _device_functions(model: Any, symmetry: int | str):
+def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
     """Jitted ``search(variables, states, key, config, avoid)`` with a host-sized tree, and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
-    (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``)."""
+    (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
+    ``(root, below)`` policy optimism; ``evaluate`` uses the root's."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, search
 
-    net, version = model.module(), model.output_spec
+    root_optimism, optimism_below = optimism
+    version = model.output_spec
+    net, root_net = model.module(policy_optimism=optimism_below), None
+    if root_optimism != optimism_below:
+        root_net = model.module(policy_optimism=root_optimism)
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, avoid):
         evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
-        result = search(evaluator, states, key, config, avoid=avoid)
+        root_evaluator = None
+        if root_net is not None:
+            root_evaluator = katago_evaluator((root_net, variables, version), symmetry=symmetry)
+        result = search(evaluator, states, key, config, avoid=avoid, root_evaluator=root_evaluator)
         # Only the root's prior and the statistics a PV needs go to the host, not the states.
         tree = result.tree.replace(
             embeddings=_Ends(result.tree.embeddings.terminated),
@@ -277,7 +286,9 @@ def _device_functions(model: Any, symmetry: int | str):
                 states,
                 children,
             )
-        out = evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)
+        out = evaluate(
+            root_net or net, variables, states, version=version, symmetry=symmetry, key=key
+        )
         return {k: v.reshape((batch, 1 + listed) + v.shape[1:]) for k, v in out.items()}
 
     return run_search, run_evaluate
@@ -426,6 +437,10 @@ class AnalysisEngine:
       replay_cache: most games kept after their replay, so that a query whose
         moves extend one replays only the new moves (``eval.replay_cache``);
         0 keeps none.
+      root_policy_optimism, policy_optimism: how much of the optimistic policy of
+        a net of model version >= 12 goes into the root's prior (and the reported
+        policy) and below it; None: KataGo's 0.2 and 1.0 for such nets, 0 for
+        others (``eval.players.policy_optimism``).
     """
 
     def __init__(
@@ -441,7 +456,10 @@ class AnalysisEngine:
         c_puct: float = 1.25,
         seed: int = 0,
         replay_cache: int = 1024,
+        root_policy_optimism: float | None = None,
+        policy_optimism: float | None = None,
     ) -> None:
+        from eval.players import policy_optimism as resolve_optimism
         from gojax.evaluate import check_symmetry
 
         if report_as not in REPORT_AS:
@@ -462,7 +480,8 @@ class AnalysisEngine:
         self.c_puct = float(c_puct)
         self._key = jax.random.key(seed)
         self._calls = 0
-        self._search, self._evaluate = _device_functions(model, self.symmetry)
+        self.optimism = resolve_optimism(model, root_policy_optimism, policy_optimism)
+        self._search, self._evaluate = _device_functions(model, self.symmetry, self.optimism)
         self._replays = ReplayCache(replay_cache)
 
     def _next_key(self) -> jax.Array:
@@ -890,10 +909,12 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         c_puct=args.c_puct,
         seed=args.seed,
         replay_cache=args.replay_cache,
+        root_policy_optimism=args.root_policy_optimism,
+        policy_optimism=args.policy_optimism,
     )
     print(
-        f"gojax analysis: {model.name}, {args.visits_default} visits by default, "
-        f"batches of up to {args.batch_size}; ready",
+        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, "
+        f"{args.visits_default} visits by default, batches of up to {args.batch_size}; ready",
         file=sys.stderr,
         flush=True,
     )
@@ -903,6 +924,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
+    from eval.gtp import add_policy_optimism_arguments
     from gojax.cli import _non_negative, _positive, _symmetry_arg
 
     def visits(text: str) -> int:
@@ -952,6 +974,7 @@ def register(commands) -> None:
         "--moves-listed", type=_positive, default=16, help="most moves reported per position"
     )
     parser.add_argument("--c-puct", type=float, default=1.25, help="PUCT exploration constant")
+    add_policy_optimism_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
     parser.add_argument(
         "--replay-cache",

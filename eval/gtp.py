@@ -638,6 +638,9 @@ def make_engine(args: argparse.Namespace) -> Engine:
     if args.rollout_policy and args.player in ("policy", "uniform"):
         raise ValueError("--rollout-policy plays rollouts: use it with --player uct or search")
 
+    optimism_flags = (args.root_policy_optimism, args.policy_optimism)
+    if args.player in ("uniform", "uct") and any(flag is not None for flag in optimism_flags):
+        raise ValueError(f"--player {args.player} has no network: policy optimism needs one")
     if args.player == "uniform":
         player = players.UniformPlayer()
     elif args.player == "uct":
@@ -656,6 +659,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
             from eval.trained_model import load_trained_model
 
             model = load_trained_model(args.checkpoint, args.step)
+        optimism = players.policy_optimism(model, *optimism_flags)
         kind = args.player
         if kind == "auto":
             kind = "search" if args.visits > 1 else "policy"
@@ -664,6 +668,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
             player = players.SearchPlayer(
                 model,
                 symmetry=symmetry,
+                optimism=optimism,
                 visits=args.visits,
                 search=args.search,
                 gumbel_scale=args.gumbel_scale,
@@ -678,7 +683,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                     "--rollout-policy plays rollouts: a search (--visits > 1) needs it"
                 )
             symmetry = "average" if args.symmetry is None else args.symmetry
-            player = players.PolicyPlayer(model, symmetry=symmetry)
+            player = players.PolicyPlayer(model, symmetry=symmetry, policy_optimism=optimism[0])
     sizes = getattr(player, "board_sizes", None)
     size = args.size or (sizes[0] if sizes else 19)
     if sizes is not None and size not in sizes:
@@ -761,6 +766,7 @@ def register(commands) -> None:
         help="play the rollouts (--player uct, or --rollout-lambda) with this fast rollout "
         "policy (gojax train-rollout's rollout_policy.npz) instead of uniform random moves",
     )
+    add_policy_optimism_arguments(gtp)
     gtp.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
     gtp.add_argument("--komi", type=float, default=7.5)
     gtp.add_argument(
@@ -786,3 +792,25 @@ def register(commands) -> None:
     gtp.add_argument("--lag", type=float, default=1.0, help="seconds kept back per timed move")
     gtp.add_argument("--seed", type=int, default=0)
     gtp.set_defaults(run=cmd_gtp)
+
+
+def add_policy_optimism_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--root-policy-optimism`` and ``--policy-optimism`` (``gojax gtp`` and ``analysis``)."""
+    from eval import players
+    from gojax.cli import _fraction
+
+    parser.add_argument(
+        "--root-policy-optimism",
+        type=_fraction,
+        default=None,
+        help="mix of the optimistic policy (KataGo model versions >= 12) into the root's "
+        f"prior and the reported policy (default: KataGo's "
+        f"{players.KATAGO_ROOT_POLICY_OPTIMISM:g} for such nets, 0 for others)",
+    )
+    parser.add_argument(
+        "--policy-optimism",
+        type=_fraction,
+        default=None,
+        help="the same below the root (default: KataGo's "
+        f"{players.KATAGO_POLICY_OPTIMISM:g} for such nets, 0 for others)",
+    )

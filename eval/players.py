@@ -37,6 +37,46 @@ Progress = Callable[["Analysis"], None]
 SEARCH_KINDS = ("puct", "gumbel")
 
 
+# KataGo's search settings for nets with an optimistic policy head (model version >= 12)
+# in its GTP and analysis engines: the prior mixes in that head, a little at the root
+# (rootPolicyOptimism) and fully below it (policyOptimism). See gojax.nn.KataGoNet.
+KATAGO_ROOT_POLICY_OPTIMISM = 0.2
+KATAGO_POLICY_OPTIMISM = 1.0
+
+
+def has_optimistic_policy(model: Any) -> bool:
+    """Whether ``model`` (a ``KataGoModel``, or any player's model) has KataGo's
+    optimistic policy head."""
+    return bool(getattr(getattr(model, "config", None), "optimistic_policy", False))
+
+
+def policy_optimism(
+    model: Any, root: float | None = None, below: float | None = None
+) -> tuple[float, float]:
+    """``(root, below)`` policy optimism for searching with ``model``: KataGo's defaults
+    (0.2, 1.0) for a net with an optimistic policy and (0, 0) for others where a value is
+    None. A value outside [0, 1], or a non-zero one for a net without the head, is a
+    ``ValueError``."""
+    optimistic = has_optimistic_policy(model)
+    defaults = (KATAGO_ROOT_POLICY_OPTIMISM, KATAGO_POLICY_OPTIMISM) if optimistic else (0, 0)
+    root = float(defaults[0] if root is None else root)
+    below = float(defaults[1] if below is None else below)
+    for name, value in (("root policy optimism", root), ("policy optimism", below)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], not {value:g}")
+        if value and not optimistic:
+            raise ValueError(
+                f"{name} needs a net with KataGo's optimistic policy (model version >= 12); "
+                f"{getattr(model, 'name', 'this net')} has none"
+            )
+    return root, below
+
+
+def optimism_label(optimism: tuple[float, float]) -> str:
+    """``", policy optimism ROOT/BELOW"`` for names, or ``""`` when both are 0."""
+    return f", policy optimism {optimism[0]:g}/{optimism[1]:g}" if any(optimism) else ""
+
+
 def auto_considered(visits: int) -> int:
     """Root moves for Gumbel's sequential halving in play: a quarter of the visits, 2 to 16.
 
@@ -233,15 +273,18 @@ class PolicyPlayer(_OneShotPlayer):
     others 0; every win rate and score is the root's (the value head's).
     """
 
-    def __init__(self, model: Any, *, symmetry: int | str = "average") -> None:
+    def __init__(
+        self, model: Any, *, symmetry: int | str = "average", policy_optimism: float = 0.0
+    ) -> None:
         from gojax.evaluate import make_evaluator
 
         self.model = model
         # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
         self.board_sizes = getattr(model, "board_sizes", None)
-        self.name = f"policy({model.name})"
+        optimism = f", policy optimism {policy_optimism:g}" if policy_optimism else ""
+        self.name = f"policy({model.name}{optimism})"
         self.symmetry = symmetry
-        self._run = make_evaluator(model, symmetry=symmetry)
+        self._run = make_evaluator(model, symmetry=symmetry, policy_optimism=policy_optimism)
 
     def _outputs(self, state: GoState, key: jax.Array | None = None) -> dict[str, np.ndarray]:
         if key is None:
@@ -359,6 +402,11 @@ class SearchPlayer:
     rollout of its fast rollout policy). The rollouts' moves are uniform over
     those that keep the mover's own eyes, or drawn from a fast rollout policy
     (``rollout_weights``, ``gojax.rollout_policy``).
+
+    ``optimism``: ``(root, below)`` policy optimism of a net with KataGo's
+    optimistic policy head (:func:`policy_optimism`; KataGo's engines search
+    with (0.2, 1.0)): the root's prior, and the policy the analysis reports, mix
+    in ``root`` of it, every other node's ``below``.
     """
 
     def __init__(
@@ -366,6 +414,7 @@ class SearchPlayer:
         model: Any,
         *,
         symmetry: int | str = "random",
+        optimism: tuple[float, float] = (0.0, 0.0),
         visits: int = 64,
         max_listed: int = 16,
         time_factor: float = 1.5,
@@ -402,8 +451,14 @@ class SearchPlayer:
         prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
         mixed += " of the fast policy" if fast else ""
+        mixed += optimism_label(optimism)
         functions = _search_functions(
-            model, symmetry, float(rollout_lambda), int(rollouts), fast_rollouts=fast
+            model,
+            symmetry,
+            float(rollout_lambda),
+            int(rollouts),
+            fast_rollouts=fast,
+            optimism=(float(optimism[0]), float(optimism[1])),
         )
         self._setup(
             _WithRolloutPolicy(model, rollout_weights) if fast else model,
@@ -661,25 +716,38 @@ def _search_functions(
     rollouts=1,
     *,
     fast_rollouts: bool = False,
+    optimism: tuple[float, float] = (0.0, 0.0),
 ):
     """Jitted ``search(variables, states, key, config, tree, avoid)``, root-and-children evaluation
     ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``.
     ``rollout_lambda`` > 0 mixes random rollouts into the leaf values (AlphaGo); with
     ``fast_rollouts`` the ``variables`` are ``(network variables, rollout policy weights)``
-    (:class:`_WithRolloutPolicy`) and that policy plays the rollouts."""
+    (:class:`_WithRolloutPolicy`) and that policy plays the rollouts. ``optimism``:
+    ``(root, below)`` policy optimism; the root-and-children evaluation uses the root's."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, reuse_subtree, search
     from gojax.uct import mixed_evaluator
 
-    net, version = model.module(), model.output_spec
+    root_optimism, optimism_below = optimism
+    version = model.output_spec
+    net, root_net = model.module(policy_optimism=optimism_below), None
+    if root_optimism != optimism_below:
+        root_net = model.module(policy_optimism=root_optimism)
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):
         variables, weights = variables if fast_rollouts else (variables, None)
-        evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
-        if rollout_lambda:
-            evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
-        return search(evaluator, states, key, config, tree, avoid)
+
+        def leaf_evaluator(module):
+            evaluator = katago_evaluator((module, variables, version), symmetry=symmetry)
+            if rollout_lambda:
+                evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
+            return evaluator
+
+        root_evaluator = None if root_net is None else leaf_evaluator(root_net)
+        return search(
+            leaf_evaluator(net), states, key, config, tree, avoid, root_evaluator=root_evaluator
+        )
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
@@ -687,7 +755,9 @@ def _search_functions(
             variables = variables[0]
         children = jax.vmap(play, in_axes=(None, 0))(state, actions)
         states = jax.tree.map(lambda r, c: jnp.concatenate([r[None], c]), state, children)
-        return evaluate(net, variables, states, version=version, symmetry=symmetry, key=key)
+        return evaluate(
+            root_net or net, variables, states, version=version, symmetry=symmetry, key=key
+        )
 
     return run_search, run_evaluate, jax.jit(reuse_subtree)
 

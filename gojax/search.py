@@ -262,7 +262,11 @@ def uniform_evaluator() -> Evaluator:
 
 
 def katago_evaluator(
-    model: Any, *, symmetry: int | str = "random", dtype: Any = jnp.float32
+    model: Any,
+    *,
+    symmetry: int | str = "random",
+    dtype: Any = jnp.float32,
+    policy_optimism: float = 0.0,
 ) -> Evaluator:
     """An evaluator running a KataGo net (``gojax.evaluate.evaluate``) on the leaves.
 
@@ -273,6 +277,9 @@ def katago_evaluator(
         (drawn from the search's key), as KataGo and AlphaGo Zero do;
         ``"average"``: the mean of all 8; an int 0..7: that one.
       dtype: compute dtype of the net built from a ``KataGoModel``.
+      policy_optimism: mix of the optimistic policy into the prior, for a
+        ``KataGoModel`` of version >= 12 (``gojax.nn.KataGoNet``; KataGo searches
+        with 1.0 below the root and 0.2 at it). A tuple's net carries its own.
 
     Returns an evaluator whose logits are the log of KataGo's masked policy
     (illegal moves at the float32 minimum) and whose value is
@@ -281,7 +288,8 @@ def katago_evaluator(
     if isinstance(model, tuple):
         net, variables, version = model
     else:
-        net, variables, version = model.module(dtype=dtype), model.variables, model.output_spec
+        net = model.module(dtype=dtype, policy_optimism=policy_optimism)
+        variables, version = model.variables, model.output_spec
     symmetry = check_symmetry(symmetry)
 
     def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -702,6 +710,7 @@ def search(
     config: SearchConfig,
     tree: Tree | None = None,
     avoid: jax.Array | None = None,
+    root_evaluator: Evaluator | None = None,
 ) -> SearchOutput:
     """Search ``[B]`` positions; jittable with ``evaluator`` and ``config`` static.
 
@@ -723,6 +732,10 @@ def search(
         Black (``i = 0``) or White (``i = 1``) is to move; 0 never. A node that
         would be left without a move keeps all of its own. A game with any
         restriction starts fresh: a kept tree was searched without it.
+      root_evaluator: optional evaluator of the roots only (static), for settings
+        that KataGo applies at the root alone (``rootPolicyOptimism``): a fresh root
+        is evaluated by it, and a kept root's prior (evaluated as a child, by
+        ``evaluator``) is replaced by its prior, its statistics kept. None: ``evaluator``.
 
     Returns:
       A :class:`SearchOutput`. Finished games get pass and meaningless weights.
@@ -748,8 +761,12 @@ def search(
         key_act, key_noise, key_search = jax.random.split(key_policy, 3)
         extra_data = None
 
+    # With a root evaluator every root is evaluated once, here; without one a root is
+    # evaluated only if some game starts fresh.
+    root_eval = None if root_evaluator is None else root_evaluator(states, key_root)
+
     def fresh_tree(size_nodes: int) -> Tree:
-        logits, value = evaluator(states, key_root)
+        logits, value = evaluator(states, key_root) if root_eval is None else root_eval
         return _new_tree(states, _mask_logits(logits, legal), value, size_nodes, legal, extra_data)
 
     if tree is None:
@@ -764,6 +781,11 @@ def search(
         tree = jax.lax.cond(
             jnp.all(keep), lambda: tree, lambda: _where(keep, tree, fresh_tree(nodes))
         )
+        if root_eval is not None:  # a kept root was evaluated as a child: take the root's prior
+            prior = _mask_logits(root_eval[0], legal)
+            tree = tree.replace(
+                children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(prior)
+            )
 
     root_logits = _mask_logits(tree.children_prior_logits[:, Tree.ROOT_INDEX], legal)
     if config.kind == "puct":
