@@ -11,9 +11,10 @@ goes on, so one call always yields a table):
    ``reference/katago/rules_games.jsonl``, and the network against KataGo's
    numbers on a sample of ``positions.jsonl`` (when the reference is found;
    ``GOJAX_REFERENCE`` or ``../shared/reference``);
-3. network: evaluations/s and achieved TFLOP/s of a KataGo b10c128 net at
-   large batches in float32 and bfloat16, against an 8192^3 matmul in the same
-   dtype measured in the same run;
+3. network: evaluations/s and achieved TFLOP/s of KataGo's b10c128 (g170) and
+   b18c384nbt with Mish (its current kata1 architecture) at large batches in
+   float32 and bfloat16, against an 8192^3 matmul in the same dtype measured
+   in the same run;
 4. board: random-legal-move playouts, chinese and tromp-taylor, 9x9 and
    19x19, batches up to 32768 (``bench/board.py``'s method, one draw per game),
    and pgx's playouts at the same sizes when pgx is installed;
@@ -42,6 +43,7 @@ the speed, so slower compiled code costs nothing there.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import functools
 import json
@@ -218,38 +220,49 @@ def _matmul_peak(dtype, n: int) -> float:
     return flops / best_time(fn, *args, repeats=5) / 1e12
 
 
+def _net(preset: str, activation: str, dtype) -> gnn.KataGoNet:
+    """A preset's net in ``dtype``, with ``activation`` instead of its ReLU if given."""
+    net = gnn.PRESETS[preset](dtype=dtype)
+    if activation:
+        net = net.clone(config=dataclasses.replace(net.config, activation=activation))
+    return net
+
+
 def section_network(smoke: bool) -> dict:
     if smoke:
-        preset, size, batches, n = "tiny", 9, (8,), 512
+        nets, size, batches, n = (("tiny", ""), ("tiny_nbt", "mish")), 9, (8,), 512
     else:
-        preset, size, batches, n = "b10c128", 19, (1024, 4096), 8192
+        nets, size, batches, n = (("b10c128", ""), ("b18c384nbt", "mish")), 19, (1024, 4096), 8192
     rows, peaks = [], {}
     for dtype in (jnp.float32, jnp.bfloat16):
         name = jnp.dtype(dtype).name
         peaks[name] = _matmul_peak(dtype, n)
         print(f"  matmul {n}^3 {name}: {peaks[name]:.3g} TFLOP/s", flush=True)
-        net = gnn.PRESETS[preset](dtype=dtype)
-        variables = _init(net, size)
-        apply = jax.jit(functools.partial(net.apply, train=False))
-        for batch in batches:
-            spatial, global_ = gnn.example_inputs(net, batch, size)
-            flops = _product_flops(apply, variables, spatial, global_)
-            seconds = best_time(apply, variables, spatial, global_, repeats=5)
-            row = {
-                "net": preset,
-                "dtype": name,
-                "batch": batch,
-                "evals_per_s": batch / seconds,
-                "gflop_per_eval": flops / batch / 1e9,
-                "tflops": flops / seconds / 1e12,
-            }
-            row["fraction_of_matmul"] = row["tflops"] / peaks[name]
-            print(
-                f"  {preset} {name} {size}x{size} B={batch}: {row['evals_per_s']:,.0f} evals/s, "
-                f"{row['tflops']:.3g} TFLOP/s ({row['fraction_of_matmul']:.0%} of the matmul)",
-                flush=True,
-            )
-            rows.append(row)
+        for preset, activation in nets:
+            label = f"{preset}-{activation}" if activation else preset
+            net = _net(preset, activation, dtype)
+            variables = _init(net, size)
+            apply = jax.jit(functools.partial(net.apply, train=False))
+            for batch in batches:
+                spatial, global_ = gnn.example_inputs(net, batch, size)
+                flops = _product_flops(apply, variables, spatial, global_)
+                seconds = best_time(apply, variables, spatial, global_, repeats=5)
+                row = {
+                    "net": label,
+                    "dtype": name,
+                    "batch": batch,
+                    "evals_per_s": batch / seconds,
+                    "gflop_per_eval": flops / batch / 1e9,
+                    "tflops": flops / seconds / 1e12,
+                }
+                row["fraction_of_matmul"] = row["tflops"] / peaks[name]
+                print(
+                    f"  {label} {name} {size}x{size} B={batch}: "
+                    f"{row['evals_per_s']:,.0f} evals/s, {row['tflops']:.3g} TFLOP/s "
+                    f"({row['fraction_of_matmul']:.0%} of the matmul)",
+                    flush=True,
+                )
+                rows.append(row)
     return {"matmul_tflops": peaks, "rows": rows}
 
 

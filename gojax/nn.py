@@ -731,16 +731,20 @@ def g170_blocks(num_blocks: int) -> tuple[str, ...]:
     return tuple(GPOOL if (i + 1) % 3 == 0 else ORDINARY for i in range(num_blocks))
 
 
+# The two nested bottleneck blocks of KataGo's "nbt" nets ("bottlenest2" and
+# "bottlenest2gpool" in its training code): two inner blocks, the first one gpool or not.
+NBT = (NESTED, ORDINARY, ORDINARY)
+NBT_GPOOL = (NESTED, GPOOL, ORDINARY)
+
+
 def nbt_blocks(num_blocks: int) -> tuple[tuple[str, ...], ...]:
     """Block kinds for KataGo's "nbt" trunks: nested bottleneck blocks of two inner blocks,
     the first inner block a gpool one in every third block from the third, except the last.
 
     (KataGo's b18c384nbt, b10c384nbt, b28c512nbt layouts; b5c192nbt has its own.)
     """
-    gpool = (NESTED, GPOOL, ORDINARY)
-    plain = (NESTED, ORDINARY, ORDINARY)
     return tuple(
-        gpool if (i + 1) % 3 == 0 and i + 1 < num_blocks else plain for i in range(num_blocks)
+        NBT_GPOOL if (i + 1) % 3 == 0 and i + 1 < num_blocks else NBT for i in range(num_blocks)
     )
 
 
@@ -807,27 +811,9 @@ b60c320 = _katago_preset("b60c320", g170_blocks(60), 320, 224, 96, 64, 96, 106_7
 # (layouts as KataGo's training code names them): every block a 1x1 down to ``mid``,
 # two inner blocks at that width (the first gpool in every third block), a 1x1 back up.
 # The inner gpool blocks split ``mid`` into regular + gpool channels.
-tiny_nbt = _katago_preset(
-    "tiny_nbt",
-    ((NESTED, ORDINARY, ORDINARY), (NESTED, GPOOL, ORDINARY)),
-    32,
-    8,
-    8,
-    8,
-    16,
-    39_807,
-    mid=16,
-)
+tiny_nbt = _katago_preset("tiny_nbt", (NBT, NBT_GPOOL), 32, 8, 8, 8, 16, 39_807, mid=16)
 b5c192nbt = _katago_preset(
-    "b5c192nbt",
-    ((NESTED, ORDINARY, ORDINARY), (NESTED, GPOOL, ORDINARY)) * 2 + ((NESTED, ORDINARY, ORDINARY),),
-    192,
-    64,
-    32,
-    32,
-    80,
-    1_946_727,
-    mid=96,
+    "b5c192nbt", (NBT, NBT_GPOOL, NBT, NBT_GPOOL, NBT), 192, 64, 32, 32, 80, 1_946_727, mid=96
 )
 b10c384nbt = _katago_preset(
     "b10c384nbt", nbt_blocks(10), 384, 128, 64, 48, 112, 14_813_463, mid=192
