@@ -47,6 +47,7 @@ def get_config():
     c.learner.lr_values = (6e-3, 6e-4, 6e-5)
     c.learner.l2 = 3e-5
     c.learner.batch_size = 2048
+    c.learner.score_stdev_weight = 0.05  # the spread of the final score (scoreStdev)
 
     c.train.total_steps = 500_000
     c.train.updates_per_iteration = 128

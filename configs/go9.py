@@ -41,6 +41,7 @@ def get_config():
     c.learner.weight_decay = 1e-4
     c.learner.l2 = 0.0
     c.learner.batch_size = 256
+    c.learner.score_stdev_weight = 0.05  # the spread of the final score (scoreStdev)
 
     c.train.total_steps = 20_000
     c.train.updates_per_iteration = 64

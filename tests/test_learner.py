@@ -21,6 +21,7 @@ import pytest
 from subprocesses import free_port, wait_all
 
 import gojax
+import train.learner
 from train.checkpoint import Checkpointer, install_signal_handlers
 from train.learner import (
     LearnerConfig,
@@ -118,19 +119,56 @@ def test_one_step_end_to_end(preset):
     expected |= {"value_accuracy", "grad_norm", "learning_rate"}
     if spec.is_katago:
         expected |= {"score_loss", "ownership_loss"}
-    assert set(metrics) == expected
+    assert set(metrics) == expected  # score_stdev_weight is 0 by default: no such term
     check_finite(metrics, step=1)
     assert metrics["learning_rate"] == pytest.approx(1e-2)
 
 
 def test_loss_falls_on_a_fixed_batch():
     spec = ModelSpec("tiny")
-    config = LearnerConfig(batch_size=16, lr_values=(0.05, 0.01, 0.001))
+    config = LearnerConfig(batch_size=16, lr_values=(0.05, 0.01, 0.001), score_stdev_weight=0.05)
     _, history = _train(spec, config, synthetic_batch(spec, 16, SIZE), 30)
     first, last = history[0], history[-1]
     assert last["total_loss"] < 0.8 * first["total_loss"]
     assert last["value_loss"] < first["value_loss"]
     assert last["ownership_loss"] < first["ownership_loss"]
+    assert last["score_stdev_loss"] < first["score_stdev_loss"]
+
+
+def test_score_stdev_loss_is_the_gaussian_likelihood_of_the_final_score():
+    """``-log N(s; mu, sigma)`` up to a constant, sigma floored, the lead held fixed."""
+    spec = ModelSpec("tiny")
+    config = LearnerConfig(score_stdev_weight=0.5, score_weight=0.0, l2=0.0)
+    batch = {
+        "policy": jnp.full((3, 2), 0.5),
+        "policy_mask": jnp.ones(3),
+        "value": jnp.zeros(3),
+        "value_mask": jnp.array([1.0, 1.0, 0.0]),
+        "score": jnp.array([1.0, -3.0, 50.0]),
+    }
+
+    def loss(lead, stdev):
+        out = {
+            "policy_logits": jnp.zeros((3, 2)),
+            "value": jnp.zeros(3),
+            "score_lead": lead,
+            "score_stdev": stdev,
+        }
+        return train.learner.losses(spec, config, out, {}, batch)
+
+    lead, stdev = jnp.array([0.0, 3.0, 0.0]), jnp.array([2.0, 0.1, 1.0])
+    total, metrics = loss(lead, stdev)
+    # Game 2's sigma is floored at 0.5 points; game 3 is masked out.
+    want = np.mean([np.log(2.0) + 0.5 * (1.0 / 2.0) ** 2, np.log(0.5) + 0.5 * (6.0 / 0.5) ** 2])
+    assert float(metrics["score_stdev_loss"]) == pytest.approx(want, rel=1e-6)
+    assert "score_loss" in metrics and float(total) == pytest.approx(
+        float(metrics["policy_loss"] + metrics["value_loss"]) + 0.5 * want, rel=1e-6
+    )
+    grad_lead, grad_stdev = jax.grad(lambda a, b: loss(a, b)[0], argnums=(0, 1))(lead, stdev)
+    assert not np.any(grad_lead)  # the lead learns from its own loss only
+    # d/dsigma (log sigma + e^2 / 2 sigma^2) = 1/sigma - e^2/sigma^3: 1/2 - 1/8 at sigma 2, e 1.
+    assert float(grad_stdev[0]) == pytest.approx(0.5 * 0.5 * (1 / 2.0 - 1.0 / 8.0), rel=1e-5)
+    assert float(grad_stdev[1]) == 0.0 and float(grad_stdev[2]) == 0.0  # floored; masked
 
 
 def test_adamw_schedule_warms_up():

@@ -20,8 +20,9 @@ holds that gojax does not train, and what is written there:
 * the score head's ``scoreMean`` (channel 0): gojax trains one score output,
   channel 2 (KataGo's ``lead``), on the game's final score, which is
   KataGo's ``scoreMean`` target; both channels get its weights, so a program
-  that reads either reads the trained prediction. ``scoreStdev`` and
-  ``varTimeLeft`` (channels 1 and 3) stay as the run left them: untrained;
+  that reads either reads the trained prediction. ``scoreStdev`` (channel 1;
+  trained if the run set ``learner.score_stdev_weight``) and ``varTimeLeft``
+  (channel 3) are written as the run left them;
 * version 11's short-term error outputs (score channels 4 and 5): zero weights,
   so the file predicts the same errors for every position;
 * the opponent-reply output of a ``model.opponent_policy`` net is not part

@@ -49,6 +49,9 @@ DATA_AXIS = "data"
 OPTIMIZERS = ("sgd", "adamw")
 VALUE_LOSSES = ("auto", "mse", "cross_entropy")
 PARAM_SHARDINGS = ("replicated", "fsdp")
+# Points: the smallest standard deviation of the final score the loss believes in
+# (scores move in steps of a point; below it the likelihood would reward overconfidence).
+SCORE_STDEV_FLOOR = 0.5
 
 Batch = dict[str, Any]
 Metrics = dict[str, jax.Array]
@@ -67,6 +70,12 @@ class LearnerConfig:
         value logits, MSE otherwise.
       score_weight: Huber loss of the predicted score lead (points) against the
         final lead; ``score_huber_delta`` in points. KataGo nets only.
+      score_stdev_weight: Gaussian negative log-likelihood of the final lead
+        under the predicted lead (held fixed) and the predicted standard
+        deviation ``sigma`` (KataGo's ``scoreStdev``; floored at
+        ``SCORE_STDEV_FLOOR`` points in the loss): ``log sigma + (s - mu)^2 /
+        (2 sigma^2)``, which ``sigma`` minimises at the spread of the final score
+        about the prediction. KataGo nets only; 0 leaves ``scoreStdev`` untrained.
       ownership_weight: per-point binary cross-entropy of ``(1+o)/2`` against
         ``(1+o_target)/2``, averaged over points. KataGo nets only.
       opponent_policy_weight: cross-entropy of the opponent-reply output against
@@ -98,6 +107,7 @@ class LearnerConfig:
     value_loss: str = "auto"
     score_weight: float = 0.02
     score_huber_delta: float = 10.0
+    score_stdev_weight: float = 0.0
     ownership_weight: float = 1.0
     opponent_policy_weight: float = 0.15
     l2: float = 1e-4
@@ -127,7 +137,13 @@ class LearnerConfig:
             raise ValueError(
                 f"param_sharding must be one of {PARAM_SHARDINGS}, not {self.param_sharding!r}"
             )
-        weights = ("policy_weight", "value_weight", "score_weight", "ownership_weight")
+        weights = (
+            "policy_weight",
+            "value_weight",
+            "score_weight",
+            "score_stdev_weight",
+            "ownership_weight",
+        )
         for name in (*weights, "opponent_policy_weight", "l2"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
@@ -371,6 +387,13 @@ def losses(
         )
         metrics["score_loss"] = _masked_mean(huber, value_mask)
         total += config.score_weight * metrics["score_loss"]
+    if "score" in batch and "score_stdev" in out and config.score_stdev_weight:
+        # The spread about the lead as predicted: the lead learns from its own loss only.
+        error = jax.lax.stop_gradient(out["score_lead"]) - batch["score"].astype(jnp.float32)
+        sigma = jnp.maximum(out["score_stdev"], SCORE_STDEV_FLOOR)
+        nll = jnp.log(sigma) + 0.5 * jnp.square(error / sigma)
+        metrics["score_stdev_loss"] = _masked_mean(nll, value_mask)
+        total += config.score_stdev_weight * metrics["score_stdev_loss"]
     if "ownership" in batch and "ownership_logits" in out:
         # tanh(r) = 2 sigmoid(2r) - 1, so (1 + o) / 2 = sigmoid(2r).
         per_point = optax.sigmoid_binary_cross_entropy(

@@ -33,8 +33,10 @@ _ENCODER_OF = {AlphaGoZeroNet: "agz", AlphaGoNet: "alphago", KataGoNet: "katago"
 ENCODERS = ("agz", "alphago", "katago")
 DTYPES = ("float32", "bfloat16", "float16")
 
-# KataGo's score head is in units of 20 points; index 2 is the lead.
+# KataGo's score head is in units of 20 points; index 2 is the lead, index 1 the
+# standard deviation of the final score (20 softplus(raw), as KataGo's engine reads it).
 SCORE_SCALE = 20.0
+SCORE_STDEV_INDEX = 1
 SCORE_LEAD_INDEX = 2
 
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
@@ -158,7 +160,8 @@ def forward(
 
     Returns a dict with ``policy_logits [B, A]`` (``A = N*N + 1``, pass last) and
     ``value [B]`` in [-1, 1]; KataGo nets add ``value_logits [B, 3]`` (win, loss,
-    noResult), ``score_lead [B]`` (points) and ``ownership [B, N*N]`` (tanh, in
+    noResult), ``score_lead [B]`` (points), ``score_stdev [B]`` (points, the
+    predicted spread of the final score) and ``ownership [B, N*N]`` (tanh, in
     [-1, 1]); ``ownership_logits [B, N*N]`` is the raw head, ``tanh`` of which is
     ``ownership``; with ``spec.opponent_policy``, ``opponent_policy_logits [B, A]``
     (the opponent's reply). With ``train=True`` the BNs use batch statistics and
@@ -173,7 +176,9 @@ def forward(
         probs = jax.nn.softmax(raw["value_logits"].astype(jnp.float32), axis=-1)
         out["value"] = probs[:, 0] - probs[:, 1]
         out["value_logits"] = raw["value_logits"]
-        out["score_lead"] = raw["score"][:, SCORE_LEAD_INDEX] * SCORE_SCALE
+        score = raw["score"].astype(jnp.float32)
+        out["score_lead"] = score[:, SCORE_LEAD_INDEX] * SCORE_SCALE
+        out["score_stdev"] = jax.nn.softplus(score[:, SCORE_STDEV_INDEX]) * SCORE_SCALE
         out["ownership_logits"] = raw["ownership"]
         out["ownership"] = jnp.tanh(raw["ownership"])
         if spec.opponent_policy:
