@@ -193,6 +193,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
+    from eval.players import policy_optimism
     from gojax import _game, render, sgf
     from gojax._coords import action_to_gtp
     from gojax.evaluate import make_evaluator
@@ -201,7 +202,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     record = sgf.load(args.file)
     state = _game.state_at(record, move=args.move, rules=args.rules)
     model = load_model(args.model)
-    run = make_evaluator(model, symmetry=args.symmetry)
+    # The position is a root: KataGo's kata-raw-nn and searches use the root's optimism.
+    optimism, _ = policy_optimism(model, args.policy_optimism)
+    run = make_evaluator(model, symmetry=args.symmetry, policy_optimism=optimism)
     batch = jax.tree.map(lambda x: x[None], state)
     outputs = run(model.variables, batch, key=jax.random.key(args.seed))
     out = {k: np.asarray(v[0]) for k, v in outputs.items()}
@@ -213,7 +216,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     leader = f"W+{lead:.1f}" if lead > 0 else f"B+{-lead:.1f}"
     print(render.state_to_text(state))
     print(
-        f"{model.name} (v{model.version}), symmetry {args.symmetry}; "
+        f"{model.name} (v{model.version}), symmetry {args.symmetry}"
+        f"{f', policy optimism {optimism:g}' if optimism else ''}; "
         f"{state.rules.name} rules, komi {float(state.komi):g}, {to_play} to play"
     )
     print(f"Black win rate {100 * black_win:.1f}%, White {100 * float(out['white_win']):.1f}%")
@@ -246,6 +250,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             "to_play": to_play[0],
             "model": model.name,
             "symmetry": args.symmetry,
+            "policy_optimism": optimism,
             "black_win": black_win,
             "white_win": float(out["white_win"]),
             "white_lead": lead,
@@ -393,6 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="0..7, random or average (default: the average of all 8)",
     )
     analyze.add_argument("--seed", type=int, default=0, help="for --symmetry random")
+    analyze.add_argument(
+        "--policy-optimism",
+        type=_fraction,
+        default=None,
+        help="mix of the optimistic policy of model versions >= 12 into the policy "
+        "(default: KataGo's 0.2 at a root, as its kata-raw-nn, for such nets; 0 for others)",
+    )
     analyze.add_argument("--top", type=_positive, default=5, help="policy moves to list")
     analyze.add_argument("--svg", help="write an ownership map here (and a policy map beside it)")
     analyze.add_argument("--json", help="write the numbers as JSON here")

@@ -192,3 +192,26 @@ def test_analysis_reports_the_roots_policy_with_optimism(net_file):
     legal = got >= 0
     np.testing.assert_allclose(got[legal], want[legal], atol=1e-5)
     assert not np.allclose(got[legal], _policy(model, batch(state, 1), 0.0)[0][legal], atol=1e-3)
+
+
+def test_analyze_shows_the_policy_with_katagos_root_optimism(net_file, tmp_path, capsys):
+    from gojax.cli import main
+
+    record = tmp_path / "game.sgf"
+    record.write_text("(;GM[1]SZ[5]KM[0.5]RU[Chinese];B[cc];W[bd])")
+    out = tmp_path / "out.json"
+    argv = ["analyze", str(record), "--model", net_file, "--symmetry", "0", "--top", "26"]
+    assert main([*argv, "--json", str(out)]) == 0
+    assert "policy optimism 0.2" in capsys.readouterr().out
+    summary = json.loads(out.read_text())
+    assert summary["policy_optimism"] == 0.2
+    model = katago_model.load_model(net_file)
+    state = gojax.play(gojax.play(gojax.new_game(SIZE, komi=0.5, rules="chinese"), 12), 16)
+    want = _policy(model, batch(state, 1), 0.2)[0]
+    for move, probability in summary["policy"].items():
+        assert probability == pytest.approx(want[gojax.gtp_to_action(move, SIZE)], abs=1e-5)
+    assert main([*argv, "--policy-optimism", "0", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["policy_optimism"] == 0.0
+    reference = reference_path("katago", MODEL)
+    assert main(["analyze", str(record), "--model", str(reference), "--policy-optimism", "1"]) == 2
+    assert "has none" in capsys.readouterr().err
