@@ -49,6 +49,7 @@ from eval.players import (
     _policy_analysis,
     listed_actions,
     optimism_label,
+    optimism_modules,
     root_moves,
     search_analysis,
 )
@@ -254,11 +255,8 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, search
 
-    root_optimism, optimism_below = optimism
     version = model.output_spec
-    net, root_net = model.module(policy_optimism=optimism_below), None
-    if root_optimism != optimism_below:
-        root_net = model.module(policy_optimism=root_optimism)
+    net, root_net = optimism_modules(model, optimism)
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, avoid):

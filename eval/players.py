@@ -72,6 +72,14 @@ def policy_optimism(
     return root, below
 
 
+def optimism_modules(model: Any, optimism: tuple[float, float]) -> tuple[Any, Any]:
+    """``(net, root_net)`` for searching with ``(root, below)`` policy optimism: the module
+    of every node below the root, and the root's, or None when the root's is the same."""
+    root, below = optimism
+    net = model.module(policy_optimism=below)
+    return net, (None if root == below else model.module(policy_optimism=root))
+
+
 def optimism_label(optimism: tuple[float, float]) -> str:
     """``", policy optimism ROOT/BELOW"`` for names, or ``""`` when both are 0."""
     return f", policy optimism {optimism[0]:g}/{optimism[1]:g}" if any(optimism) else ""
@@ -728,11 +736,8 @@ def _search_functions(
     from gojax.search import katago_evaluator, reuse_subtree, search
     from gojax.uct import mixed_evaluator
 
-    root_optimism, optimism_below = optimism
     version = model.output_spec
-    net, root_net = model.module(policy_optimism=optimism_below), None
-    if root_optimism != optimism_below:
-        root_net = model.module(policy_optimism=root_optimism)
+    net, root_net = optimism_modules(model, optimism)
 
     @functools.partial(jax.jit, static_argnames="config")
     def run_search(variables, states, key, config, tree, avoid):

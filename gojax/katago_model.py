@@ -54,7 +54,7 @@ import jax
 import numpy as np
 
 from gojax._atomic import write_atomic
-from gojax.katago_outputs import VERSIONS, OutputSpec
+from gojax.katago_outputs import VERSIONS, OutputSpec, score_channels
 from gojax.nn import (
     BN_EPSILON,
     GPOOL,
@@ -585,10 +585,10 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
     vp["v2"] = {"kernel": v2w, "bias": p.matbias(head, hidden)}
     p.activation(head)
     vp["v3"] = {"kernel": p.matmul(head, hidden, 3), "bias": p.matbias(head, 3)}
-    score_channels = 4 if version == 8 else 6
+    channels = score_channels(version)
     vp["sv3"] = {
-        "kernel": p.matmul(head, hidden, score_channels),
-        "bias": p.matbias(head, score_channels),
+        "kernel": p.matmul(head, hidden, channels),
+        "bias": p.matbias(head, channels),
     }
     vp["ownership"], k_own = p.conv(head, vc, 1)
     params["value"], stats["value"] = vp, vs
@@ -609,7 +609,7 @@ def parse_model(data: bytes, *, binary: bool, source: str = "<bytes>") -> KataGo
         policy_gpool_channels=gc,
         value_channels=vc,
         value_hidden=hidden,
-        score_channels=score_channels,
+        score_channels=channels,
         num_spatial=num_spatial,
         num_global=num_global,
         initial_kernel=initial_kernel,
@@ -676,8 +676,8 @@ def _check_writable(config: KataGoConfig, version: int) -> None:
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"model version {version} is not supported")
     problems = []
-    if config.score_channels != (4 if version == 8 else 6):
-        problems.append(f"score_channels {4 if version == 8 else 6}")
+    if config.score_channels != score_channels(version):
+        problems.append(f"score_channels {score_channels(version)}")
     if version < 11 and config.activation != "relu":
         problems.append("activation relu (activation kinds start at version 11)")
     if version < 15 and config.pass_activation is not None:

@@ -64,6 +64,12 @@ class OutputSpec:
             raise ValueError(f"model version {self.version} is not supported ({supported})")
 
 
+def score_channels(version: int) -> int:
+    """Raw score-head outputs of a model ``version``: 4 in version 8, and from version 9
+    the two short-term error predictions as well."""
+    return 4 if version == 8 else 6
+
+
 def softplus(x: jax.Array) -> jax.Array:
     """``log(1 + e^x)``, or ``x`` above 40, as KataGo computes it."""
     return jnp.where(x > 40.0, x, jnp.log1p(jnp.exp(jnp.minimum(x, 40.0))))
@@ -113,7 +119,7 @@ def postprocess(
     version = spec.version
     value_logits = raw["value_logits"].astype(jnp.float32)
     score = raw["score"].astype(jnp.float32)
-    expected = 4 if version == 8 else 6
+    expected = score_channels(version)
     if score.shape[-1] != expected:
         raise ValueError(f"version {version} has {expected} score outputs, got {score.shape[-1]}")
     batch = value_logits.shape[0]

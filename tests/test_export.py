@@ -22,26 +22,32 @@ from train.loop import apply_overrides, train
 from train.model import ModelSpec, encode, forward
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> str:
-    """Three learner steps of a 5x5 KataGo ``tiny`` net with the opponent-reply output."""
-    workdir = tmp_path_factory.mktemp("run")
+def _trained(workdir, *overrides: str) -> str:
+    """Three learner steps of ``tiny_config``'s 5x5 run with ``overrides``, no evaluation."""
     config = tiny_config()
-    overrides = ["--config.model.preset=tiny", "--config.model.opponent_policy=true"]
     apply_overrides(config, [*overrides, "--config.eval.num_games=0"])
     train(config, workdir)
     return str(workdir)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> str:
+    """A 5x5 KataGo ``tiny`` net with the opponent-reply output."""
+    return _trained(
+        tmp_path_factory.mktemp("run"),
+        "--config.model.preset=tiny",
+        "--config.model.opponent_policy=true",
+    )
 
 
 @pytest.fixture(scope="module")
 def nbt_run_dir(tmp_path_factory) -> str:
-    """Three learner steps of a 5x5 nested-bottleneck net with Mish (KataGo's current kind)."""
-    workdir = tmp_path_factory.mktemp("nbt")
-    config = tiny_config()
-    overrides = ["--config.model.preset=tiny_nbt", "--config.model.activation=mish"]
-    apply_overrides(config, [*overrides, "--config.eval.num_games=0"])
-    train(config, workdir)
-    return str(workdir)
+    """A 5x5 nested-bottleneck net with Mish (KataGo's current kind)."""
+    return _trained(
+        tmp_path_factory.mktemp("nbt"),
+        "--config.model.preset=tiny_nbt",
+        "--config.model.activation=mish",
+    )
 
 
 def states() -> gojax.GoState:

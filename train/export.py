@@ -48,6 +48,7 @@ import numpy as np
 import gojax
 from gojax._random_play import random_action
 from gojax.evaluate import evaluate
+from gojax.katago_outputs import score_channels
 from gojax.nn import KataGoConfig
 
 __all__ = ["export_run", "file_version", "register"]
@@ -121,7 +122,7 @@ def export_run(
     name = name or f"{Path(os.fspath(workdir)).resolve().name}-s{run.step}"
     module = build(spec)
     version = file_version(module.config)
-    config = dataclasses.replace(module.config, score_channels=4 if version == 8 else 6)
+    config = dataclasses.replace(module.config, score_channels=score_channels(version))
     params = _file_variables(run.variables["params"], config.score_channels)
     variables = {"params": params, "batch_stats": run.variables["batch_stats"]}
     # Written beside the target and checked before it takes the target's name.
@@ -163,8 +164,7 @@ def cmd_export(args) -> int:
     print(
         f"wrote {result['file']}: {result['preset']} net of step {result['step']}, "
         f"KataGo model version {result['version']}, name {result['name']}; read back, "
-        "largest differences "
-        f"from the checkpoint: {worst}"
+        f"largest differences from the checkpoint: {worst}"
     )
     return 0
 
