@@ -28,8 +28,10 @@ from gojax.nn import with_winograd_kernels
 
 __all__ = ["TrainedModel", "load_trained_model"]
 
-# The KataGo model version whose inputs and outputs ``train/`` uses.
+# The KataGo model version whose inputs and outputs ``train/`` uses; nets with short-term
+# heads (six score outputs, an optimistic policy) are read as version 12's.
 KATAGO_VERSION = 8
+SHORT_TERM_VERSION = 12
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -44,6 +46,7 @@ class TrainedModel:
     step: int
     opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
     activation: str = ""  # a KataGo net's activation if not its preset's (train.model.ModelSpec)
+    short_term_heads: bool = False  # KataGo's short-term heads, optimistic policy included
 
     @property
     def output_spec(self) -> int | str:
@@ -51,17 +54,22 @@ class TrainedModel:
         it): the version itself, since a trained net stores no output multipliers."""
         return self.version
 
+    @property
+    def config(self) -> Any:
+        """The net's shape (``gojax.nn.KataGoConfig`` for KataGo nets), as ``KataGoModel``'s."""
+        return getattr(self.module(), "config", None)
+
     def module(self, dtype: Any = jnp.float32, policy_optimism: float = 0.0):
         """The flax module (a ``KataGoNet``, ``AlphaGoZeroNet`` or ``AlphaGoNet``).
 
-        ``policy_optimism`` (``KataGoModel.module``'s) must be 0: gojax does not train
-        KataGo's optimistic policy."""
+        ``policy_optimism`` (``KataGoModel.module``'s) mixes in the optimistic policy of a
+        net trained with short-term heads; any other net must have 0."""
         from train.model import ModelSpec, build
 
-        if policy_optimism:
+        if policy_optimism and not self.short_term_heads:
             raise ValueError(
-                f"{self.name} has no optimistic policy (gojax does not train one): "
-                "policy optimism needs a KataGo net of model version >= 12"
+                f"{self.name} has no optimistic policy (train it with "
+                "model.short_term_heads): policy optimism needs that head"
             )
 
         spec = ModelSpec(
@@ -69,8 +77,10 @@ class TrainedModel:
             dtype=jnp.dtype(dtype).name,
             opponent_policy=self.opponent_policy,
             activation=self.activation,
+            short_term_heads=self.short_term_heads,
         )
-        return build(spec)
+        module = build(spec)
+        return module.clone(policy_optimism=policy_optimism) if policy_optimism else module
 
 
 def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> TrainedModel:
@@ -94,9 +104,12 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         # Device arrays (a jitted call copies numpy arguments in anew at every call) and, on
         # a CPU, the Winograd-transformed kernels the convolutions read (computed once).
         variables=with_winograd_kernels(module, jax.device_put(run.variables)),
-        version=KATAGO_VERSION if spec.is_katago else spec.encoder,
+        version=(SHORT_TERM_VERSION if spec.short_term_heads else KATAGO_VERSION)
+        if spec.is_katago
+        else spec.encoder,
         board_sizes=None if spec.is_katago else (size,),
         step=run.step,
         opponent_policy=spec.opponent_policy,
         activation=spec.activation,
+        short_term_heads=spec.short_term_heads,
     )

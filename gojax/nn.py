@@ -14,9 +14,12 @@ transformer blocks, as in ``reference/KATAGO_NOTES.md`` section 2):
   version 15); with ``policy_outputs=2`` a second channel predicts the
   opponent's reply (KataGo's auxiliary policy target, trained only; KataGo's
   version-8 files hold the first channel), or with ``optimistic_policy`` it is
-  KataGo's optimistic policy (versions >= 12);
+  KataGo's optimistic policy (versions >= 12), the opponent's reply then third;
 * value head: 3 value logits ``[win, loss, noResult]``, the raw score outputs
-  and a 1x1-conv ownership map, all for the side to move.
+  and a 1x1-conv ownership map, all for the side to move; with ``td_outputs``
+  also KataGo's training-only predictions of the value and score a few moves
+  ahead (temporal-difference targets at three horizons), which no model file
+  holds.
 
 **Masking.** Spatial input plane 0 is 1 on the board and 0 elsewhere. Every
 BN is followed by the activation and then multiplied by that mask; pooled means divide
@@ -122,10 +125,15 @@ class KataGoConfig:
       bn_epsilon: BatchNorm epsilon.
       policy_outputs: policy head output channels: 1 (the move to play), or 2 (and
         the opponent's reply after it, KataGo's auxiliary target; Wu 2019, sec. 4.1);
-        with ``optimistic_policy`` 2 or 4 (KataGo model versions 12-15 and 16).
+        with ``optimistic_policy`` 2 or 4 (KataGo model versions 12-15 and 16), or 3
+        (a net in training: channel 2 is the opponent's reply).
       optimistic_policy: channel 1 is KataGo's "optimistic" policy (model version >= 12)
         rather than the opponent's reply; channels 2 and 3 of a version-16 net (Q-value
         predictions) are computed and not returned, as KataGo's engine ignores them.
+      td_outputs: the value head also predicts, from its hidden layer, the value
+        (``[win, loss, noResult]`` logits) and the score lead (units of 20 points) at
+        KataGo's three temporal-difference horizons (long, mid, short): training
+        targets only, for the short-term error outputs (``score_channels`` 6).
       activation: the activation after every BatchNorm and of the value head's hidden
         layer: ``"relu"`` (every net before model version 11), ``"mish"``, ``"silu"``.
       pass_activation: ``None``: the pass logits are one bias-free matmul of the policy
@@ -150,6 +158,7 @@ class KataGoConfig:
     bn_epsilon: float = BN_EPSILON
     policy_outputs: int = 1
     optimistic_policy: bool = False
+    td_outputs: bool = False
     activation: str = "relu"
     pass_activation: str | None = None
 
@@ -164,11 +173,11 @@ class KataGoConfig:
                 )
         if self.score_channels not in (4, 6):
             raise ValueError(f"score_channels must be 4 or 6, not {self.score_channels}")
-        allowed = (2, 4) if self.optimistic_policy else (1, 2)
+        allowed = (2, 3, 4) if self.optimistic_policy else (1, 2)
         if self.policy_outputs not in allowed:
             with_optimistic = " with optimistic_policy" if self.optimistic_policy else ""
             raise ValueError(
-                f"policy_outputs must be {allowed[0]} or {allowed[1]}{with_optimistic}, "
+                f"policy_outputs must be one of {allowed}{with_optimistic}, "
                 f"not {self.policy_outputs}"
             )
         for name in ("activation", "pass_activation"):
@@ -490,7 +499,9 @@ class _PolicyHead(nn.Module):
 
 
 class _ValueHead(nn.Module):
-    """Value logits ``[B, 3]``, score ``[B, 4|6]`` and ownership ``[B, H*W]``."""
+    """Value logits ``[B, 3]``, score ``[B, 4|6]`` and ownership ``[B, H*W]``; with
+    ``td_outputs`` also ``td_value_logits [B, 3, 3]`` (horizon, outcome) and raw
+    ``td_score [B, 3]`` (units of 20 points)."""
 
     config: KataGoConfig
     dtype: Any = jnp.float32
@@ -509,11 +520,12 @@ class _ValueHead(nn.Module):
         score = nn.Dense(cfg.score_channels, dtype=self.dtype, name="sv3")(h)
         own = _conv(1, 1, "ownership", self.dtype)(v)
         b, hh, ww, _ = own.shape
-        return {
-            "value_logits": value_logits,
-            "score": score,
-            "ownership": own.reshape(b, hh * ww),
-        }
+        out = {"value_logits": value_logits, "score": score, "ownership": own.reshape(b, hh * ww)}
+        if cfg.td_outputs:
+            td = nn.Dense(3 * 3 + 3, dtype=self.dtype, name="td")(h)
+            out["td_value_logits"] = td[:, :9].reshape(b, 3, 3)
+            out["td_score"] = td[:, 9:]
+        return out
 
 
 class KataGoNet(nn.Module):
@@ -523,8 +535,10 @@ class KataGoNet(nn.Module):
     ``global_features [B, num_global]``; returns float32 ``policy_logits
     [B, H*W+1]``, ``value_logits [B, 3]``, ``score [B, score_channels]``,
     ``ownership [B, H*W]`` (and ``opponent_policy_logits [B, H*W+1]`` when
-    ``config.policy_outputs == 2``; ``optimistic_policy_logits [B, H*W+1]`` with
-    ``config.optimistic_policy``). With ``train=True`` the BNs use batch statistics
+    ``config.policy_outputs == 2``, or 3 with the optimistic policy;
+    ``optimistic_policy_logits [B, H*W+1]`` with ``config.optimistic_policy``;
+    ``td_value_logits [B, 3, 3]`` and ``td_score [B, 3]`` with
+    ``config.td_outputs``). With ``train=True`` the BNs use batch statistics
     and the ``batch_stats`` collection must be mutable.
 
     ``policy_optimism`` (KataGo model versions >= 12): ``policy_logits`` become
@@ -575,6 +589,8 @@ class KataGoNet(nn.Module):
                 out["policy_logits"] = out["policy_logits"] + self.policy_optimism * (
                     optimistic - out["policy_logits"]
                 )
+            if cfg.policy_outputs == 3:
+                out["opponent_policy_logits"] = logits[..., 2]
         elif cfg.policy_outputs == 2:
             out["opponent_policy_logits"] = logits[..., 1]
         return {k: v.astype(jnp.float32) for k, v in out.items()}

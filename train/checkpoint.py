@@ -331,6 +331,13 @@ def restore_matching_network(
             f"{theirs_size}x{theirs_size}; this config uses {spec.preset!r} on "
             f"{size}x{size}: set model.preset and board.size to match"
         )
+    if theirs.short_term_heads != spec.short_term_heads:
+        has = {True: "has", False: "has no"}
+        raise ValueError(
+            f"{role} {workdir} (step {run.step}) {has[theirs.short_term_heads]} short-term "
+            f"heads; this config {has[spec.short_term_heads]}: set model.short_term_heads "
+            "to match"
+        )
     if theirs.activation != spec.activation:
         said = {"": "the preset's"}
         raise ValueError(

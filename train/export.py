@@ -14,8 +14,11 @@ KataGo net.
 
 The version is the oldest that holds the net: 8 for ReLU nets (nested blocks
 included: KataGo's engine reads them in any version), 11 for nets trained with
-another ``model.activation`` (activation kinds start there). What the file
-holds that gojax does not train, and what is written there:
+another ``model.activation`` (activation kinds start there), 12 for nets with
+``model.short_term_heads`` (the optimistic policy starts there; its short-term
+error outputs are trained, its temporal-difference outputs are training targets
+and stay behind, as in KataGo's exporter). What the file holds that gojax does
+not train, and what is written there:
 
 * the score head's ``scoreMean`` (channel 0): gojax trains one score output,
   channel 2 (KataGo's ``lead``), on the game's final score, which is
@@ -23,10 +26,12 @@ holds that gojax does not train, and what is written there:
   that reads either reads the trained prediction. ``scoreStdev`` (channel 1;
   trained if the run set ``learner.score_stdev_weight``) and ``varTimeLeft``
   (channel 3) are written as the run left them;
-* version 11's short-term error outputs (score channels 4 and 5): zero weights,
-  so the file predicts the same errors for every position;
+* version 11's short-term error outputs (score channels 4 and 5) of a net
+  without short-term heads: zero weights, so the file predicts the same errors
+  for every position;
 * the opponent-reply output of a ``model.opponent_policy`` net is not part
-  of these versions and is left out (the move policy alone is written).
+  of these versions and is left out (the move policy, and the optimistic one,
+  are written).
 
 Before it returns, the export reads the file back and evaluates it and the
 checkpoint's net on a few positions; a difference beyond float32 rounding of
@@ -67,6 +72,22 @@ COMPARED = {
 }
 
 
+# Also compared for nets with short-term heads (version 12 files).
+SHORT_TERM_COMPARED = {
+    "optimistic_policy": ("optimistic_policy", 1e-4),
+    "shortterm_winloss_error": ("shortterm_winloss_error", 1e-4),
+    "shortterm_score_error": ("shortterm_score_error", 1e-2),
+}
+# KataGo's policy optimism at a search root (and in kata-raw-nn).
+_ROOT_OPTIMISM = 0.2
+
+
+def _optimistic_policy(module, variables, states, version) -> dict[str, jax.Array]:
+    """``{"optimistic_policy": [B, A]}``: ``module``'s policy at KataGo's root optimism."""
+    optimistic = module.clone(policy_optimism=_ROOT_OPTIMISM)
+    return {"optimistic_policy": evaluate(optimistic, variables, states, version=version)["policy"]}
+
+
 def _sample_states(size: int, count: int = 4) -> gojax.GoState:
     """The empty board and ``count - 1`` positions of one seeded random game."""
     states = [gojax.new_game(size)]
@@ -77,7 +98,22 @@ def _sample_states(size: int, count: int = 4) -> gojax.GoState:
 
 def file_version(config: KataGoConfig) -> int:
     """The oldest KataGo model version that holds a trained net of ``config``."""
+    if config.optimistic_policy:
+        return 12
     return 8 if config.activation == "relu" else 11
+
+
+def file_config(config: KataGoConfig) -> KataGoConfig:
+    """The shape of ``config``'s net as its file holds it (:func:`file_version`): the
+    score head at the version's width, no opponent-reply or temporal-difference
+    outputs (KataGo's model files have neither)."""
+    version = file_version(config)
+    return dataclasses.replace(
+        config,
+        score_channels=score_channels(version),
+        policy_outputs=2 if config.optimistic_policy else 1,
+        td_outputs=False,
+    )
 
 
 def _file_variables(params: dict[str, Any], channels: int) -> dict[str, Any]:
@@ -122,7 +158,7 @@ def export_run(
     name = name or f"{Path(os.fspath(workdir)).resolve().name}-s{run.step}"
     module = build(spec)
     version = file_version(module.config)
-    config = dataclasses.replace(module.config, score_channels=score_channels(version))
+    config = file_config(module.config)
     params = _file_variables(run.variables["params"], config.score_channels)
     variables = {"params": params, "batch_stats": run.variables["batch_stats"]}
     # Written beside the target and checked before it takes the target's name.
@@ -134,13 +170,19 @@ def export_run(
         model = load_model(staged)
         # Both through the evaluation the engine plays with (KataGo's post-processing).
         states = _sample_states(int(run.config["board"]["size"]))
-        ours = evaluate(module, run.variables, states)
+        # The checkpoint's net read as the version whose outputs it has (8: four scores).
+        own_version = version if config.optimistic_policy else 8
+        ours = evaluate(module, run.variables, states, version=own_version)
         theirs = evaluate(model.module(), model.variables, states, version=model.output_spec)
+        compared = COMPARED | (SHORT_TERM_COMPARED if config.optimistic_policy else {})
+        if config.optimistic_policy:  # also the policy a KataGo engine plays (optimism 0.2)
+            ours |= _optimistic_policy(module, run.variables, states, own_version)
+            theirs |= _optimistic_policy(model.module(), model.variables, states, model.output_spec)
         worst = {
             label: float(jnp.max(jnp.abs(ours[key] - theirs[key])))
-            for label, (key, _) in COMPARED.items()
+            for label, (key, _) in compared.items()
         }
-        bad = {label: v for label, v in worst.items() if not v <= COMPARED[label][1]}
+        bad = {label: v for label, v in worst.items() if not v <= compared[label][1]}
         if bad:
             raise ValueError(f"{out}: the written net differs from the checkpoint's: {bad}")
         os.replace(staged, out)

@@ -24,7 +24,11 @@ Batch format (a dict of arrays, leading axis ``B`` = global batch size):
   ``ownership_mask [B]``. Optional targets are used only by KataGo nets;
 * optional ``opponent_policy [B, A]`` (the policy target of the position after
   this one, the opponent's turn) and ``opponent_policy_mask [B]``, for nets with
-  an opponent-reply output.
+  an opponent-reply output;
+* optional ``td_value [B, 3]`` (expected win minus loss, horizons long, mid,
+  short; masked by ``value_mask``) and ``td_score [B, 3]`` (points; masked by
+  ``ownership_mask``), for nets with short-term heads
+  (``ModelSpec.short_term_heads``; ``train.selfplay.td_targets``).
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ PARAM_SHARDINGS = ("replicated", "fsdp")
 # Points: the smallest standard deviation of the final score the loss believes in
 # (scores move in steps of a point; below it the likelihood would reward overconfidence).
 SCORE_STDEV_FLOOR = 0.5
+# KataGo's short-term optimistic policy learns from a move when the short-term value or
+# score beat the prediction by about this many predicted standard deviations.
+OPTIMISM_STDEVS = 1.5
 
 Batch = dict[str, Any]
 Metrics = dict[str, jax.Array]
@@ -81,6 +88,24 @@ class LearnerConfig:
       opponent_policy_weight: cross-entropy of the opponent-reply output against
         the next position's policy target (KataGo: 0.15). Nets built with
         ``ModelSpec.opponent_policy`` only.
+
+    Short-term heads (nets built with ``ModelSpec.short_term_heads``; defaults are
+    KataGo's coefficients divided by its value loss's 1.2, to sit beside
+    ``value_weight`` 1):
+      td_value_weight: per horizon, cross-entropy of the temporal-difference
+        value logits against ``((1+v)/2, (1-v)/2, 0)`` less that target's entropy.
+      td_score_weight: per horizon, Huber loss (12 points) of the predicted
+        temporal-difference score.
+      shortterm_value_error_weight: Huber loss (0.4) of the predicted short-term
+        value error against the squared error of the short-horizon value
+        prediction (held fixed) against its target.
+      shortterm_score_error_weight: the same for the score (Huber 100 points^2).
+      optimistic_policy_weight: policy cross-entropy of the optimistic policy,
+        each position weighted by ``min(1, s(e_v) + s(e_s))``,
+        ``s(e) = sigmoid(3 (e - 1.5))``, ``e_v`` and ``e_s`` how many predicted
+        standard deviations the short-term value and score targets beat the
+        predictions by (KataGo's short-term optimistic policy); finished games
+        with a score only.
       l2: coefficient ``c`` of ``c * sum(w^2)`` over kernels (AlphaGo Zero's
         1e-4), part of the loss; BN scales and biases are not decayed.
 
@@ -110,6 +135,11 @@ class LearnerConfig:
     score_stdev_weight: float = 0.0
     ownership_weight: float = 1.0
     opponent_policy_weight: float = 0.15
+    td_value_weight: float = 0.6
+    td_score_weight: float = 0.0004 / 1.2
+    shortterm_value_error_weight: float = 2.0 / 1.2
+    shortterm_score_error_weight: float = 0.00002 / 1.2
+    optimistic_policy_weight: float = 0.2
     l2: float = 1e-4
 
     optimizer: str = "sgd"
@@ -144,7 +174,14 @@ class LearnerConfig:
             "score_stdev_weight",
             "ownership_weight",
         )
-        for name in (*weights, "opponent_policy_weight", "l2"):
+        short_term = (
+            "td_value_weight",
+            "td_score_weight",
+            "shortterm_value_error_weight",
+            "shortterm_score_error_weight",
+            "optimistic_policy_weight",
+        )
+        for name in (*weights, "opponent_policy_weight", *short_term, "l2"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
         if len(self.lr_values) != len(self.lr_boundaries) + 1:
@@ -349,6 +386,56 @@ def _masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
+def _win_loss(logits: jax.Array) -> jax.Array:
+    """Expected win minus loss of ``[..., 3]`` value logits."""
+    probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+    return probs[..., 0] - probs[..., 1]
+
+
+def _short_term_losses(out: dict[str, Any], batch: Batch) -> Metrics:
+    """The short-term heads' terms (KataGo's, see ``LearnerConfig``), unweighted."""
+    if "td_value" not in batch or "td_score" not in batch:
+        raise ValueError("a net with short-term heads needs td_value and td_score targets")
+    value_mask, score_mask = batch["value_mask"], batch["ownership_mask"]
+    td_value = batch["td_value"].astype(jnp.float32)  # [B, 3]
+    td_score = batch["td_score"].astype(jnp.float32)
+    terms: Metrics = {}
+
+    target = jnp.stack([(1 + td_value) / 2, (1 - td_value) / 2, jnp.zeros_like(td_value)], -1)
+    log_v = jax.nn.log_softmax(out["td_value_logits"].astype(jnp.float32), axis=-1)
+    # Less the target's own entropy, so that a perfect prediction costs 0.
+    excess = jnp.sum(target * (jnp.log(jnp.maximum(target, 1e-30)) - log_v), axis=-1)
+    terms["td_value_loss"] = _masked_mean(excess.sum(-1), value_mask)
+    huber = optax.huber_loss(out["td_score"], td_score, delta=12.0)
+    terms["td_score_loss"] = _masked_mean(huber.sum(-1), score_mask)
+
+    # The short horizon's errors, the prediction held fixed: what the error heads learn.
+    value_error = jax.lax.stop_gradient(_win_loss(out["td_value_logits"][:, 2])) - td_value[:, 2]
+    score_error = jax.lax.stop_gradient(out["td_score"][:, 2]) - td_score[:, 2]
+    terms["shortterm_value_error_loss"] = _masked_mean(
+        optax.huber_loss(out["shortterm_value_error"], jnp.square(value_error) + 1e-8, delta=0.4),
+        score_mask,
+    )
+    terms["shortterm_score_error_loss"] = _masked_mean(
+        optax.huber_loss(out["shortterm_score_error"], jnp.square(score_error) + 1e-4, delta=100.0),
+        score_mask,
+    )
+
+    # Moves whose short-term outcome beat the expectation by ~1.5 predicted stdevs.
+    value_sigma = jnp.sqrt(jax.lax.stop_gradient(out["shortterm_value_error"]) + 1e-4)
+    score_sigma = jnp.sqrt(jax.lax.stop_gradient(out["shortterm_score_error"]) + 0.25)
+    surprise = jax.nn.sigmoid((-value_error / value_sigma - OPTIMISM_STDEVS) * 3.0)
+    surprise += jax.nn.sigmoid((-score_error / score_sigma - OPTIMISM_STDEVS) * 3.0)
+    weight = jnp.minimum(surprise, 1.0) * score_mask.astype(jnp.float32)
+    log_o = jax.nn.log_softmax(out["optimistic_policy_logits"].astype(jnp.float32), axis=-1)
+    cross_entropy = -jnp.sum(batch["policy"].astype(jnp.float32) * log_o, axis=-1)
+    policy_mask = batch["policy_mask"]
+    # Averaged over all policy rows, as KataGo's weighted sum over its batch.
+    terms["optimistic_policy_loss"] = _masked_mean(weight * cross_entropy, policy_mask)
+    terms["optimistic_policy_fraction"] = _masked_mean(weight, policy_mask)
+    return terms
+
+
 def losses(
     spec: ModelSpec, config: LearnerConfig, out: dict[str, Any], params: Any, batch: Batch
 ) -> tuple[jax.Array, Metrics]:
@@ -411,6 +498,12 @@ def losses(
             -jnp.sum(reply * log_q, axis=-1), batch["opponent_policy_mask"]
         )
         total += config.opponent_policy_weight * metrics["opponent_policy_loss"]
+    if "td_value_logits" in out:
+        terms = _short_term_losses(out, batch)
+        metrics.update(terms)
+        for name in ("td_value", "td_score", "shortterm_value_error", "shortterm_score_error"):
+            total += getattr(config, f"{name}_weight") * terms[f"{name}_loss"]
+        total += config.optimistic_policy_weight * terms["optimistic_policy_loss"]
 
     kernels = [p for p in jax.tree.leaves(params) if p.ndim >= 2]
     metrics["l2_loss"] = sum(jnp.sum(jnp.square(p)) for p in kernels)

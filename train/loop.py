@@ -117,8 +117,16 @@ def default_config() -> ml_collections.ConfigDict:
     c.board = ml_collections.ConfigDict(dict(size=9, komi=7.0, rules="tromp-taylor", max_moves=0))
     # opponent_policy: KataGo presets only, a second policy output trained on the
     # opponent's reply (learner.opponent_policy_weight; KataGo's auxiliary target).
+    # short_term_heads: KataGo presets only, KataGo's short-term outputs (temporal-
+    # difference value and score, their expected errors, the optimistic policy).
     c.model = ml_collections.ConfigDict(
-        dict(preset="agz_tiny", dtype="float32", opponent_policy=False, activation="")
+        dict(
+            preset="agz_tiny",
+            dtype="float32",
+            opponent_policy=False,
+            activation="",
+            short_term_heads=False,
+        )
     )
     c.selfplay = ml_collections.ConfigDict(
         dict(
@@ -341,6 +349,25 @@ def selfplay_functions(spec: model_lib.ModelSpec) -> tuple[Callable, Callable]:
 
 
 @functools.cache
+def root_score_function(spec: model_lib.ModelSpec) -> Callable | None:
+    """``train.selfplay.play_games``'s ``score_fn`` for a ``spec`` net: its own score lead
+    at each root, the per-move score of the temporal-difference targets; None unless
+    the net has short-term heads (no other net learns from them)."""
+    if not spec.short_term_heads:
+        return None
+    module = model_lib.build(spec)
+
+    def score_fn(variables):
+        def lead(states):
+            out = model_lib.forward(spec, module, variables, model_lib.encode(spec, states), False)
+            return out["score_lead"]
+
+        return lead
+
+    return score_fn
+
+
+@functools.cache
 def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
     """One compiled train step per (spec, learner config, mesh), shared by runs in a process."""
     return make_train_step(spec, model_lib.build(spec), config, mesh)
@@ -420,6 +447,9 @@ def _to_learner_batch(sample: dict[str, np.ndarray], spec: model_lib.ModelSpec) 
     if spec.opponent_policy:  # only then: the step's input shapes stay as they were
         batch["opponent_policy"] = sample["opponent_policy"]
         batch["opponent_policy_mask"] = sample["opponent_policy_mask"]
+    if spec.short_term_heads:
+        batch["td_value"] = sample["td_value"]
+        batch["td_score"] = sample["td_score"]
     return batch
 
 
@@ -798,6 +828,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                     variables,
                     jax.random.fold_in(key_selfplay, iteration),
                     sp_config,
+                    score_fn=root_score_function(spec),
                 )
                 added = replay.add(traj)
                 # Every host's games count, and the learner starts when every host's

@@ -38,6 +38,11 @@ DTYPES = ("float32", "bfloat16", "float16")
 SCORE_SCALE = 20.0
 SCORE_STDEV_INDEX = 1
 SCORE_LEAD_INDEX = 2
+# The short-term error outputs (score channels 4 and 5) are variances: KataGo's
+# engine reads them (model versions 10-12) as 0.25 softplus(raw4) for the value and
+# 30 softplus(raw5) for the score, and reports their square roots.
+SHORTTERM_VALUE_ERROR_SCALE = 0.25
+SHORTTERM_SCORE_ERROR_SCALE = 30.0
 
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
 
@@ -60,6 +65,12 @@ class ModelSpec:
       activation: KataGo nets only: the activation after every BatchNorm and in the
         value head's hidden layer, one of ``gojax.nn.ACTIVATIONS`` (KataGo's current
         runs use ``"mish"``); ``""`` keeps the preset's (``"relu"``).
+      short_term_heads: KataGo nets only: KataGo's short-term outputs (its model
+        version 12): the value and score lead at three temporal-difference horizons
+        (training targets, in no model file), the expected squared error of the
+        short-term value and score (score channels 4 and 5, read by KataGo's search
+        as uncertainty) and the optimistic policy (policy channel 1; the
+        opponent's reply, if any, moves to channel 2). Exports as version 12.
     """
 
     preset: str = "tiny"
@@ -67,6 +78,7 @@ class ModelSpec:
     dtype: str = "float32"
     opponent_policy: bool = False
     activation: str = ""
+    short_term_heads: bool = False
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -90,6 +102,10 @@ class ModelSpec:
             raise ValueError(f"activation needs a KataGo-architecture preset, not {self.preset!r}")
         if self.activation and self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, not {self.activation!r}")
+        if self.short_term_heads and natural != "katago":
+            raise ValueError(
+                f"short_term_heads needs a KataGo-architecture preset, not {self.preset!r}"
+            )
 
     @property
     def is_katago(self) -> bool:
@@ -98,13 +114,15 @@ class ModelSpec:
 
 def spec_from_config(model: Any) -> ModelSpec:
     """The spec of a run config's ``model`` group (a ConfigDict or a saved config's dict;
-    a group saved before ``opponent_policy`` or ``activation`` existed has none)."""
+    a group saved before ``opponent_policy``, ``activation`` or ``short_term_heads``
+    existed has none)."""
     get = model.get
     return ModelSpec(
         get("preset"),
         dtype=get("dtype", "float32"),
         opponent_policy=get("opponent_policy", False),
         activation=get("activation", ""),
+        short_term_heads=get("short_term_heads", False),
     )
 
 
@@ -121,6 +139,15 @@ def build(spec: ModelSpec) -> nn.Module:
         module = module.clone(config=dataclasses.replace(module.config, policy_outputs=2))
     if spec.activation:
         module = module.clone(config=dataclasses.replace(module.config, activation=spec.activation))
+    if spec.short_term_heads:
+        config = dataclasses.replace(
+            module.config,
+            score_channels=6,
+            optimistic_policy=True,
+            policy_outputs=3 if spec.opponent_policy else 2,
+            td_outputs=True,
+        )
+        module = module.clone(config=config)
     return module
 
 
@@ -164,8 +191,13 @@ def forward(
     predicted spread of the final score) and ``ownership [B, N*N]`` (tanh, in
     [-1, 1]); ``ownership_logits [B, N*N]`` is the raw head, ``tanh`` of which is
     ``ownership``; with ``spec.opponent_policy``, ``opponent_policy_logits [B, A]``
-    (the opponent's reply). With ``train=True`` the BNs use batch statistics and
-    the dict also holds the updated ``batch_stats``.
+    (the opponent's reply). With ``spec.short_term_heads``:
+    ``optimistic_policy_logits [B, A]``, ``td_value_logits [B, 3, 3]`` (horizons long,
+    mid, short; win, loss, noResult), ``td_score [B, 3]`` (points),
+    ``shortterm_value_error [B]`` and ``shortterm_score_error [B]`` (predicted
+    squared errors of the short-term value and of the short-term score, points^2).
+    With ``train=True`` the BNs use batch statistics and the dict also holds the
+    updated ``batch_stats``.
     """
     if train:
         raw, updates = module.apply(variables, *inputs, train=True, mutable=["batch_stats"])
@@ -183,6 +215,13 @@ def forward(
         out["ownership"] = jnp.tanh(raw["ownership"])
         if spec.opponent_policy:
             out["opponent_policy_logits"] = raw["opponent_policy_logits"]
+        if spec.short_term_heads:
+            out["optimistic_policy_logits"] = raw["optimistic_policy_logits"]
+            out["td_value_logits"] = raw["td_value_logits"]
+            out["td_score"] = raw["td_score"] * SCORE_SCALE
+            errors = jax.nn.softplus(score[:, 4:6])
+            out["shortterm_value_error"] = SHORTTERM_VALUE_ERROR_SCALE * errors[:, 0]
+            out["shortterm_score_error"] = SHORTTERM_SCORE_ERROR_SCALE * errors[:, 1]
     else:
         out["value"] = raw["value"]
     if updates is not None:

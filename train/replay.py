@@ -20,6 +20,11 @@ sampling time from the next slot, which holds the game's next move whenever
 the sampled position is not its game's last stored one: a game's positions
 are stored in order and evicted from the first on, so a stored position's
 successor is never gone before it.
+
+``td_value`` and ``td_score`` (KataGo's temporal-difference targets, see
+``train.selfplay.td_targets``) are stored per position; games that carry none
+(SGF games, buffers saved before them) get the final result at every horizon,
+the limit of an infinitely long horizon.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ _FIELDS = {
     "score": np.float32,
     "score_mask": np.bool_,
     "ownership": np.int8,  # [P]
+    "td_value": np.float32,  # [3] horizons long, mid, short
+    "td_score": np.float32,  # [3]
     "to_play": np.int8,
     "game": np.int64,  # id: games added before this one (finished or not)
     "move": np.int32,  # index of the position among its game's stored positions
@@ -156,14 +163,24 @@ class ReplayBuffer:
         if n:
             _, first, counts = np.unique(game_idx, return_index=True, return_counts=True)
             which = np.searchsorted(np.unique(game_idx), game_idx)
+            value = np.asarray(traj.value)[t_idx, game_idx]
+            score = np.asarray(traj.score)[t_idx, game_idx]
+            td_value, td_score = (
+                np.asarray(getattr(traj, name))[t_idx, game_idx]
+                if hasattr(traj, name)
+                else np.repeat(final[:, None], 3, axis=1)
+                for name, final in (("td_value", value), ("td_score", score))
+            )
             fields = {
                 **{k: v[t_idx, game_idx] for k, v in self._input_arrays(traj.inputs).items()},
                 "policy": np.asarray(traj.policy)[t_idx, game_idx],
                 "policy_mask": np.asarray(traj.policy_mask)[t_idx, game_idx],
-                "value": np.asarray(traj.value)[t_idx, game_idx],
-                "score": np.asarray(traj.score)[t_idx, game_idx],
+                "value": value,
+                "score": score,
                 "score_mask": np.asarray(traj.score_mask)[t_idx, game_idx],
                 "ownership": np.asarray(traj.ownership)[t_idx, game_idx],
+                "td_value": td_value,
+                "td_score": td_score,
                 "to_play": np.asarray(traj.to_play)[t_idx, game_idx],
                 "game": self._games + game_idx,
                 "move": np.arange(n) - first[which],
@@ -213,7 +230,8 @@ class ReplayBuffer:
           position and where the next search was a fast one), ``value [B]``
           float32 (z for the player to move), ``value_mask [B]`` bool,
           ``score [B]`` float32, ``score_mask [B]`` bool, ``ownership [B, P]``
-          float32 (+1 the player to move), ``to_play [B]`` int8, ``game [B]``
+          float32 (+1 the player to move), ``td_value [B, 3]`` and ``td_score [B, 3]``
+          float32 (horizons long, mid, short), ``to_play [B]`` int8, ``game [B]``
           int64, ``symmetry [B]`` int32.
         """
         if self._size == 0:
@@ -251,6 +269,8 @@ class ReplayBuffer:
             "score": d["score"][slots],
             "score_mask": d["score_mask"][slots],
             "ownership": d["ownership"][slots].astype(np.float32),
+            "td_value": d["td_value"][slots],
+            "td_score": d["td_score"][slots],
             "to_play": d["to_play"][slots],
             "game": d["game"][slots],
         }
@@ -293,6 +313,10 @@ class ReplayBuffer:
         if not stored:
             self._data, self._input_keys = None, None
             return
+        # Saved before the temporal-difference targets: the final result at every horizon.
+        for name, final in (("td_value", "value"), ("td_score", "score")):
+            if name not in stored:
+                stored[name] = np.repeat(stored[final][:, None], 3, axis=1).astype(np.float32)
         self._allocate(stored)
         for name, values in stored.items():
             self._data[name][: self._size] = values

@@ -19,6 +19,13 @@ resign; they play on and record who *would* have resigned, so that the
 false-positive rate (the would-be resigner won or drew after all) measures
 whether the threshold is safe (AlphaGo Zero kept it below 5%).
 
+Temporal-difference targets (KataGo, for its short-term heads): each move
+also gets ``td_value`` and ``td_score`` at three horizons (:func:`td_targets`),
+averages of the searched values (and the root's score lead) of the moves
+from it on, weighted down geometrically, the final result taking what is
+left. The score per move is the net's own lead at the root (``score_fn``):
+KataGo's is its search's mean score, but these searches back up values only.
+
 Playout-cap randomisation (KataGo, Wu 2019): with ``fast_simulations`` set,
 each step is a full search (``search.num_simulations``, root noise on) with
 probability ``full_search_prob`` and a fast one (``fast_simulations``, no root
@@ -62,11 +69,19 @@ __all__ = [
     "play_games",
     "selfplay_devices",
     "selfplay_stats",
+    "td_targets",
     "trajectories_to_sgf",
 ]
 
 EvaluatorFn = Callable[[Any], Evaluator]
 EncodeFn = Callable[[gojax.GoState], Any]
+# ``variables -> (states [B] -> score lead [B])``: points, for the player to move.
+ScoreFn = Callable[[Any], Callable[[gojax.GoState], jax.Array]]
+
+# KataGo's temporal-difference horizons (long, mid, short): a move's own value gets
+# weight 1 / (1 + c * board area) and the rest goes to the moves after it, so the
+# horizon is about c * area moves (19x19: 64, 20 and 7; 9x9: 15, 5 and 2).
+TD_HORIZON_COEFFICIENTS = (0.176, 0.056, 0.016)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,11 +179,14 @@ class Trajectories:
     action: jax.Array  # [T, B] int32: the move played; -1 if none (game over, resignation)
     valid: jax.Array  # [T, B] bool: the game was running; a position was searched
     root_value: jax.Array  # [T, B] float32: search value for the mover, in [-1, 1]
+    root_score: jax.Array  # [T, B] float32: the net's lead at the root, mover (0: no score_fn)
     value: jax.Array  # [T, B] float32: outcome z for the mover, +1 / -1 / 0 (draw)
     value_mask: jax.Array  # [T, B] bool: valid and the game finished (z is known)
     score: jax.Array  # [T, B] float32: final Tromp-Taylor margin for the mover, komi included
     ownership: jax.Array  # [T, B, P] int8: final owner of each point, +1 mover, -1 opponent
     score_mask: jax.Array  # [T, B] bool: value_mask and not resigned (score, ownership)
+    td_value: jax.Array  # [T, B, 3] float32: td_targets of root_value and z (value_mask)
+    td_score: jax.Array  # [T, B, 3] float32: td_targets of root_score and score (score_mask)
     # Per game ([B, ...]):
     finished: jax.Array  # [B] bool: ended by two passes, the move cap or resignation
     winner: jax.Array  # [B] int8: +1 Black, -1 White, 0 draw or unfinished
@@ -239,6 +257,37 @@ def fast_search(full: SearchConfig, simulations: int) -> SearchConfig:
     )
 
 
+def td_targets(
+    per_move: jax.Array, final: jax.Array, valid: jax.Array, to_play: jax.Array, area: int
+) -> jax.Array:
+    """KataGo's temporal-difference targets of one quantity at its three horizons.
+
+    Args:
+      per_move: ``[T, B]`` the estimate at each move, for the player to move.
+      final: ``[B]`` the game's result, Black's view (``+1/-1/0``, or Black's margin).
+      valid: ``[T, B]`` the game was running at that move.
+      to_play: ``[T, B]`` ``+1`` Black, ``-1`` White.
+      area: points on the board.
+
+    Returns:
+      ``[T, B, 3]`` for the player to move, horizons long, mid, short: at move ``t``,
+      ``sum_k f (1 - f)^(k - t) x_k`` over the game's moves ``k >= t`` plus the
+      remaining weight on ``final``, ``f = 1 / (1 + c * area)`` per horizon.
+    """
+    now = jnp.asarray([1.0 / (1.0 + c * area) for c in TD_HORIZON_COEFFICIENTS], jnp.float32)
+    sign = to_play.astype(jnp.float32)
+
+    def back(later, xs):  # later [B, 3]: the target one move on, Black's view
+        x, ok = xs
+        target = now * x[:, None] + (1.0 - now) * later
+        target = jnp.where(ok[:, None], target, later)
+        return target, target
+
+    start = jnp.broadcast_to(final.astype(jnp.float32)[:, None], final.shape + (3,))
+    _, black = jax.lax.scan(back, start, (per_move * sign, valid), reverse=True)
+    return black * sign[..., None]
+
+
 def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     """The parts of a search self-play keeps (fixed shapes, so two searches fit one cond)."""
     out = search(evaluator, states, key, config)
@@ -249,11 +298,17 @@ def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
 
 
 def _play(
-    evaluator_fn: EvaluatorFn, encode_fn: EncodeFn, variables: Any, key: jax.Array, config
+    evaluator_fn: EvaluatorFn,
+    encode_fn: EncodeFn,
+    variables: Any,
+    key: jax.Array,
+    config,
+    score_fn: ScoreFn | None = None,
 ) -> Trajectories:
     batch, size = config.num_games, config.size
     key_resign, key_steps = jax.random.split(key)
     evaluator = evaluator_fn(variables)
+    root_scorer = None if score_fn is None else score_fn(variables)
     states = jax.vmap(lambda _: config.new_game())(jnp.arange(batch))
     no_resign = jax.random.uniform(key_resign, (batch,)) < config.no_resign_fraction
     full_config = config.search
@@ -289,6 +344,10 @@ def _play(
         resigned = jnp.where(resign_now, to_play, resigned)
         would_resign = jnp.where(hopeless & no_resign & (would_resign == 0), to_play, would_resign)
         moves = active & ~resign_now
+        if root_scorer is None:
+            root_score = jnp.zeros((batch,), jnp.float32)
+        else:
+            root_score = root_scorer(states).astype(jnp.float32)
         states = _select(moves, jax.vmap(gojax.play)(states, action), states)
         record = dict(
             inputs=inputs,
@@ -298,6 +357,7 @@ def _play(
             action=jnp.where(moves, action, -1).astype(jnp.int32),
             valid=active,
             root_value=root_value,
+            root_score=root_score,
         )
         return (states, resigned, would_resign), record
 
@@ -314,6 +374,7 @@ def _play(
     owner = jax.vmap(ownership, in_axes=(0, None))(states.board, size)  # [B, P] Black's view
     mover = rec["to_play"]  # [T, B]
     value_mask = rec["valid"] & finished[None]
+    td = functools.partial(td_targets, valid=rec["valid"], to_play=mover, area=size * size)
     return Trajectories(
         **rec,
         value=jnp.where(value_mask, winner[None] * mover, 0).astype(jnp.float32),
@@ -323,6 +384,8 @@ def _play(
             jnp.int8
         ),
         score_mask=value_mask & (resigned == 0)[None],
+        td_value=td(rec["root_value"], winner.astype(jnp.float32)),
+        td_score=td(rec["root_score"], final_score),
         finished=finished,
         winner=winner,
         final_score=final_score,
@@ -334,7 +397,7 @@ def _play(
     )
 
 
-_play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config"))
+_play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config", "score_fn"))
 
 GAMES_AXIS = "games"
 
@@ -353,7 +416,9 @@ def selfplay_devices(config: SelfPlayConfig) -> list[jax.Device]:
 
 
 @functools.cache
-def _sharded_play(evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tuple) -> Callable:
+def _sharded_play(
+    evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tuple, score_fn=None
+) -> Callable:
     """``_play`` over ``len(devices)`` shards of the games, one per device, as one jitted
     ``shard_map``: no communication, each device runs the single-device program on its
     games. Outputs are global arrays split along the games axis."""
@@ -369,7 +434,7 @@ def _sharded_play(evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tupl
     )
 
     def play_shard(variables, keys):  # keys [1]: this shard's key
-        return _play(evaluator_fn, encode_fn, variables, keys[0], shard)
+        return _play(evaluator_fn, encode_fn, variables, keys[0], shard, score_fn)
 
     # check_vma=False: with the check, shard_map would want the search's loop carries
     # marked as varying over the games axis (lax.pcast); every value here is per device.
@@ -390,6 +455,7 @@ def play_games(
     variables: Any,
     key: jax.Array,
     config: SelfPlayConfig,
+    score_fn: ScoreFn | None = None,
 ) -> tuple[Trajectories, dict[str, float]]:
     """Play ``config.num_games`` games of self-play in one jitted scan.
 
@@ -403,6 +469,9 @@ def play_games(
       variables: the network variables (any pytree; None for a net-free evaluator).
       key: PRNG key, consumed.
       config: a :class:`SelfPlayConfig`.
+      score_fn: ``variables -> (states [B] -> score lead [B])`` for the player to
+        move, recorded at every root as ``root_score`` (the per-move estimate of the
+        ``td_score`` targets); None records zeros. Static, as ``evaluator_fn``.
 
     Returns:
       ``(trajectories, stats)``: :class:`Trajectories` on the device(s) (split along the
@@ -412,11 +481,12 @@ def play_games(
     start = time.perf_counter()
     devices = selfplay_devices(config)
     if len(devices) == 1:
-        traj = _play_jit(evaluator_fn, encode_fn, variables, key, config)
+        traj = _play_jit(evaluator_fn, encode_fn, variables, key, config, score_fn)
     else:
         # One key per shard; with one device the key is used as given (same games as ever).
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(len(devices)))
-        traj = _sharded_play(evaluator_fn, encode_fn, config, tuple(devices))(variables, keys)
+        play = _sharded_play(evaluator_fn, encode_fn, config, tuple(devices), score_fn)
+        traj = play(variables, keys)
     traj = jax.block_until_ready(traj)
     return traj, selfplay_stats(traj, time.perf_counter() - start)
 
