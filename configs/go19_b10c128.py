@@ -10,7 +10,9 @@ slower self-play here). Host memory: 250k positions of KataGo features
 (float32, about 32 KB each at 19x19: about 8 GB). KataGo's recipe:
 playout-cap randomisation (600 full / 100 fast simulations, full on 25% of
 moves), forced playouts with policy target pruning (k = 2), ownership and
-score targets, the opponent-reply policy target (weight 0.15), SGD with
+score targets, the opponent-reply policy target (weight 0.15), the
+short-term heads (temporal-difference value and score targets, their error
+outputs and the optimistic policy; exports as model version 12), SGD with
 momentum, resignation with 10% no-resign games.
 """
 
@@ -24,6 +26,7 @@ def get_config():
 
     c.model.preset = "b10c128"
     c.model.opponent_policy = True  # KataGo's auxiliary target (learner weight 0.15)
+    c.model.short_term_heads = True  # KataGo's short-term errors and optimistic policy
 
     c.selfplay.num_games = 512
     c.selfplay.num_simulations = 600

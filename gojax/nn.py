@@ -176,9 +176,9 @@ class KataGoConfig:
         allowed = (2, 3, 4) if self.optimistic_policy else (1, 2)
         if self.policy_outputs not in allowed:
             with_optimistic = " with optimistic_policy" if self.optimistic_policy else ""
+            choices = ", ".join(map(str, allowed[:-1])) + f" or {allowed[-1]}"
             raise ValueError(
-                f"policy_outputs must be one of {allowed}{with_optimistic}, "
-                f"not {self.policy_outputs}"
+                f"policy_outputs must be {choices}{with_optimistic}, not {self.policy_outputs}"
             )
         for name in ("activation", "pass_activation"):
             value = getattr(self, name)
