@@ -11,7 +11,8 @@ The net is KataGo's b18c384nbt (18 nested bottleneck blocks, 384 channels,
 export`` as a model-version-12 file that KataGo's engine reads. The recipe is
 ``go19_b10c128.py``'s (KataGo's: playout-cap randomisation, forced playouts
 with policy target pruning, ownership, score and opponent-reply targets, the
-short-term heads and optimistic policy, resignation with 10% no-resign games) with a bigger batch and a longer schedule. Cost: one b18c384nbt
+short-term heads and optimistic policy, resignation with 10% no-resign
+games) with a bigger batch and a longer schedule. Cost: one b18c384nbt
 evaluation is about 9x a b10c128 one (multiply-adds per point); KataGo's own
 kata1 run trained nets of this size for years on donated GPUs, so expect this
 to be a research-scale run (weeks on a pod slice), not a benchmark.
