@@ -78,13 +78,14 @@ SHORT_TERM_COMPARED = {
     "shortterm_winloss_error": ("shortterm_winloss_error", 1e-4),
     "shortterm_score_error": ("shortterm_score_error", 1e-2),
 }
-# KataGo's policy optimism at a search root (and in kata-raw-nn).
-_ROOT_OPTIMISM = 0.2
 
 
 def _optimistic_policy(module, variables, states, version) -> dict[str, jax.Array]:
-    """``{"optimistic_policy": [B, A]}``: ``module``'s policy at KataGo's root optimism."""
-    optimistic = module.clone(policy_optimism=_ROOT_OPTIMISM)
+    """``{"optimistic_policy": [B, A]}``: ``module``'s policy at KataGo's root optimism
+    (its engine's default at a search root and in ``kata-raw-nn``)."""
+    from eval.players import KATAGO_ROOT_POLICY_OPTIMISM
+
+    optimistic = module.clone(policy_optimism=KATAGO_ROOT_POLICY_OPTIMISM)
     return {"optimistic_policy": evaluate(optimistic, variables, states, version=version)["policy"]}
 
 

@@ -26,6 +26,10 @@ import jax.numpy as jnp
 
 from gojax._board import GoState
 from gojax.evaluate import PLANE_ENCODERS, batch_inputs
+from gojax.katago_outputs import (
+    SHORTTERM_SCORE_ERROR_MULTIPLIER,
+    SHORTTERM_VALUE_ERROR_MULTIPLIER,
+)
 from gojax.nn import ACTIVATIONS, PRESETS, AlphaGoNet, AlphaGoZeroNet, KataGoNet, example_inputs
 
 # The input encoding each net class takes (the planes encoders are gojax.evaluate's).
@@ -38,11 +42,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 SCORE_SCALE = 20.0
 SCORE_STDEV_INDEX = 1
 SCORE_LEAD_INDEX = 2
-# The short-term error outputs (score channels 4 and 5) are variances: KataGo's
-# engine reads them (model versions 10-12) as 0.25 softplus(raw4) for the value and
-# 30 softplus(raw5) for the score, and reports their square roots.
-SHORTTERM_VALUE_ERROR_SCALE = 0.25
-SHORTTERM_SCORE_ERROR_SCALE = 30.0
 
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
 
@@ -219,9 +218,11 @@ def forward(
             out["optimistic_policy_logits"] = raw["optimistic_policy_logits"]
             out["td_value_logits"] = raw["td_value_logits"]
             out["td_score"] = raw["td_score"] * SCORE_SCALE
+            # Variances, as KataGo's engine reads channels 4 and 5 up to model version 12
+            # (it reports their square roots).
             errors = jax.nn.softplus(score[:, 4:6])
-            out["shortterm_value_error"] = SHORTTERM_VALUE_ERROR_SCALE * errors[:, 0]
-            out["shortterm_score_error"] = SHORTTERM_SCORE_ERROR_SCALE * errors[:, 1]
+            out["shortterm_value_error"] = SHORTTERM_VALUE_ERROR_MULTIPLIER * errors[:, 0]
+            out["shortterm_score_error"] = SHORTTERM_SCORE_ERROR_MULTIPLIER * errors[:, 1]
     else:
         out["value"] = raw["value"]
     if updates is not None:
