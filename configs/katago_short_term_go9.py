@@ -10,7 +10,7 @@ ones, and the policy head KataGo's short-term optimistic policy, with
 KataGo's loss weights (docs/training.md). Self-play searches with the
 ordinary policy, so the heads can help the searched policy and value only
 through what they teach the shared trunk. Its control is that config's
-``aux_on`` runs, which differ in this key alone. Two seeds, run as those
+``aux_on`` runs, which differ in this key alone. Three seeds, run as those
 were::
 
     export XLA_FLAGS=--xla_force_host_platform_device_count=2
@@ -18,9 +18,12 @@ were::
         --config.learner.num_devices=1
     gojax train --config configs/katago_short_term_go9.py --workdir runs/short_term_seed1 \\
         --config.learner.num_devices=1 --config.seed=1
+    gojax train --config configs/katago_short_term_go9.py --workdir runs/short_term_seed2 \\
+        --config.learner.num_devices=1 --config.seed=2
 
 then ``configs/sweep_katago_short_term_go9.py`` plays the nets against the
-control nets (``aux_on``, ``aux_on_seed1``).
+control nets (``aux_on``, ``aux_on_seed1``, ``aux_on_seed2``: that config
+with seeds 0, 1 and 2).
 """
 
 from pathlib import Path
