@@ -47,7 +47,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from train.model import ModelSpec, forward, init_variables
+from train.model import ModelSpec, forward, init_variables, win_loss
 
 DATA_AXIS = "data"
 OPTIMIZERS = ("sgd", "adamw")
@@ -386,12 +386,6 @@ def _masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def _win_loss(logits: jax.Array) -> jax.Array:
-    """Expected win minus loss of ``[..., 3]`` value logits."""
-    probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
-    return probs[..., 0] - probs[..., 1]
-
-
 def _short_term_losses(out: dict[str, Any], batch: Batch) -> Metrics:
     """The short-term heads' terms (KataGo's, see ``LearnerConfig``), unweighted."""
     if "td_value" not in batch or "td_score" not in batch:
@@ -410,7 +404,7 @@ def _short_term_losses(out: dict[str, Any], batch: Batch) -> Metrics:
     terms["td_score_loss"] = _masked_mean(huber.sum(-1), score_mask)
 
     # The short horizon's errors, the prediction held fixed: what the error heads learn.
-    value_error = jax.lax.stop_gradient(_win_loss(out["td_value_logits"][:, 2])) - td_value[:, 2]
+    value_error = jax.lax.stop_gradient(win_loss(out["td_value_logits"][:, 2])) - td_value[:, 2]
     score_error = jax.lax.stop_gradient(out["td_score"][:, 2]) - td_score[:, 2]
     terms["shortterm_value_error_loss"] = _masked_mean(
         optax.huber_loss(out["shortterm_value_error"], jnp.square(value_error) + 1e-8, delta=0.4),

@@ -175,6 +175,13 @@ def init_variables(spec: ModelSpec, key: jax.Array, size: int) -> dict[str, Any]
     return {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}
 
 
+def win_loss(logits: jax.Array) -> jax.Array:
+    """Expected win minus loss ``[...]`` of KataGo's ``[..., 3]`` value logits (win, loss,
+    noResult), in [-1, 1]: the value a search backs up."""
+    probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+    return probs[..., 0] - probs[..., 1]
+
+
 def forward(
     spec: ModelSpec,
     module: nn.Module,
@@ -204,8 +211,7 @@ def forward(
         raw, updates = module.apply(variables, *inputs, train=False), None
     out: dict[str, Any] = {"policy_logits": raw["policy_logits"]}
     if spec.is_katago:
-        probs = jax.nn.softmax(raw["value_logits"].astype(jnp.float32), axis=-1)
-        out["value"] = probs[:, 0] - probs[:, 1]
+        out["value"] = win_loss(raw["value_logits"])
         out["value_logits"] = raw["value_logits"]
         score = raw["score"].astype(jnp.float32)
         out["score_lead"] = score[:, SCORE_LEAD_INDEX] * SCORE_SCALE

@@ -56,6 +56,12 @@ _FIELDS = {
 }
 
 
+def _at_every_horizon(final: np.ndarray) -> np.ndarray:
+    """``[N] -> [N, 3]``: a game's result as its temporal-difference targets at every
+    horizon (the limit of an infinitely long one), for positions stored without them."""
+    return np.repeat(np.asarray(final, np.float32)[:, None], 3, axis=1)
+
+
 def augment(batch: dict[str, Any], symmetry: jax.Array) -> dict[str, Any]:
     """Apply ``symmetry[i]`` (``[B]`` int, 0..7) to sample ``i`` of a batch (pure, jittable).
 
@@ -165,12 +171,11 @@ class ReplayBuffer:
             which = np.searchsorted(np.unique(game_idx), game_idx)
             value = np.asarray(traj.value)[t_idx, game_idx]
             score = np.asarray(traj.score)[t_idx, game_idx]
-            td_value, td_score = (
-                np.asarray(getattr(traj, name))[t_idx, game_idx]
-                if hasattr(traj, name)
-                else np.repeat(final[:, None], 3, axis=1)
-                for name, final in (("td_value", value), ("td_score", score))
-            )
+            if hasattr(traj, "td_value"):
+                td_value = np.asarray(traj.td_value)[t_idx, game_idx]
+                td_score = np.asarray(traj.td_score)[t_idx, game_idx]
+            else:  # no search values (an SGF game)
+                td_value, td_score = _at_every_horizon(value), _at_every_horizon(score)
             fields = {
                 **{k: v[t_idx, game_idx] for k, v in self._input_arrays(traj.inputs).items()},
                 "policy": np.asarray(traj.policy)[t_idx, game_idx],
@@ -316,7 +321,7 @@ class ReplayBuffer:
         # Saved before the temporal-difference targets: the final result at every horizon.
         for name, final in (("td_value", "value"), ("td_score", "score")):
             if name not in stored:
-                stored[name] = np.repeat(stored[final][:, None], 3, axis=1).astype(np.float32)
+                stored[name] = _at_every_horizon(stored[final])
         self._allocate(stored)
         for name, values in stored.items():
             self._data[name][: self._size] = values
