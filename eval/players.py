@@ -401,8 +401,10 @@ class SearchPlayer:
     less than ``time_factor`` times that, the move comes from the raw policy
     (one evaluation) instead, so a timed game is never lost by searching.
 
-    Per-move score leads come from one network evaluation of the position
-    after each listed move (batched with the root's, which gives ownership).
+    Score leads (the root's and each listed move's) are the search's means
+    over the subtree, as KataGo reports them, for nets with a score head; one
+    network evaluation of the position after each listed move (batched with
+    the root's, which gives ownership) gives the rest of a move's numbers.
 
     ``rollout_lambda`` > 0 values each leaf as AlphaGo did,
     ``(1 - lambda) * v + lambda * z`` with ``z`` the mean of ``rollouts``
@@ -434,7 +436,7 @@ class SearchPlayer:
         rollouts: int = 1,
         rollout_weights: Any = None,
     ) -> None:
-        from gojax.evaluate import check_symmetry
+        from gojax.evaluate import check_symmetry, has_score_head
         from gojax.search import SearchConfig
 
         if search not in SEARCH_KINDS:
@@ -479,6 +481,7 @@ class SearchPlayer:
             max_listed=max_listed,
             time_factor=time_factor,
         )
+        self.search_scores = has_score_head(model.output_spec)
 
     def _setup(
         self, model, *, name, board_sizes, symmetry, config, functions, max_listed, time_factor
@@ -568,7 +571,9 @@ class SearchPlayer:
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key_eval)
-        return search_analysis(host, 0, listed, out, int(state.to_play))
+        return search_analysis(
+            host, 0, listed, out, int(state.to_play), search_scores=self.search_scores
+        )
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
@@ -669,6 +674,7 @@ class UCTPlayer(SearchPlayer):
             max_listed=max_listed,
             time_factor=time_factor,
         )
+        self.search_scores = False  # rollouts give no score: only finished games would
 
     def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:
         from gojax.uct import rollout_moves
@@ -788,6 +794,7 @@ def search_analysis(
     mover: int,
     *,
     pv_length: int = 24,
+    search_scores: bool = True,
 ) -> Analysis:
     """The :class:`Analysis` of game ``index`` of a host-side ``SearchOutput``.
 
@@ -799,19 +806,31 @@ def search_analysis(
         listed move (row ``1 + i``): ``[1 + K, ...]`` arrays, ``K >= len(listed)``.
       mover: the player to move at the root, +1 black, -1 white.
       pv_length: longest principal variation, first move included.
+      search_scores: score leads from the search's means (KataGo's ``scoreLead``;
+        the evaluator gave scores), else from ``out`` (nets without a score head
+        report 0 there).
     """
     from gojax.search import principal_variation
 
     visits = host.visit_counts[index]
     prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[index, 0]))
     winrates = (np.clip(host.q_values[index], -1.0, 1.0) + 1.0) / 2.0
-    bounds = lcb(winrates, visits)
+    bounds = lcb(winrates, visits, host.q_stdev[index] / 2.0)
+
+    def lead(i: int, a: int) -> float:  # the mover's lead after listed move i, action a
+        if search_scores and visits[a] > 0:
+            return _finite(float(host.score_values[index, a]))
+        return _finite(float(out["white_lead"][1 + i]) * -mover)
+
+    root_lead = float(out["white_lead"][0]) * -mover
+    if search_scores:
+        root_lead = float(host.root_score[index])
     moves = tuple(
         MoveInfo(
             action=a,
             visits=int(visits[a]),
             winrate=float(winrates[a]),
-            score_lead=_finite(float(out["white_lead"][1 + i]) * -mover),
+            score_lead=lead(i, a),
             prior=float(prior[a]),
             lcb=float(bounds[a]),
             order=i,
@@ -824,26 +843,33 @@ def search_analysis(
         moves=moves,
         visits=int(visits.sum()) + 1,
         winrate=(root_value + 1.0) / 2.0,
-        score_lead=_finite(float(out["white_lead"][0]) * -mover),
+        score_lead=_finite(root_lead),
         score_stdev=_finite(float(out["score_stdev"][0])),
         ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
     )
 
 
 def lcb(
-    winrate: np.ndarray, visits: np.ndarray, *, z: float = 1.96, spread: float = 0.15
+    winrate: np.ndarray, visits: np.ndarray, stdev: np.ndarray, *, stdevs: float = 5.0
 ) -> np.ndarray:
-    """Lower confidence bounds of win rates, ``[A]`` → ``[A]``.
+    """Lower confidence bounds of win rates, ``[A]`` → ``[A]``, KataGo's way.
 
-    ``winrate - z * spread / sqrt(visits)``, clipped to [0, 1]: ``spread`` is
-    a typical standard deviation of one evaluation's win rate (search does
-    not keep the variance). Moves without visits get 0, as Leela Zero
-    reports them.
+    ``winrate - stdevs * sqrt(variance / n)`` over the ``n = visits`` values
+    the search averaged into each win rate, whose standard deviation (on the
+    win-rate scale) is ``stdev``. Like KataGo (``lcbStdevs`` 5), the variance
+    takes a prior of weight ``1 / n**2`` that it is the largest possible
+    (values span [-1, 1], win rates [0, 1]), so that one or two equal
+    samples do not claim certainty; for larger ``n`` it fades. Clipped to
+    [0, 1]; moves without visits get 0, as Leela Zero reports them.
     """
     winrate = np.asarray(winrate, np.float64)
-    visits = np.asarray(visits, np.float64)
-    bound = winrate - z * spread / np.sqrt(np.maximum(visits, 1))
-    return np.where(visits > 0, np.clip(bound, 0.0, 1.0), 0.0)
+    n = np.maximum(np.asarray(visits, np.float64), 1.0)
+    prior = 1.0 / n**2  # KataGo's weightSum / ess**3 with one weight per visit
+    radius = 0.5  # the largest deviation of a win rate from its mean
+    variance = np.asarray(stdev, np.float64) ** 2 + radius**2 * prior / (n + prior)
+    ess = (n + prior) ** 2 / (n + prior**2)  # effective sample size with the prior
+    bound = winrate - stdevs * np.sqrt(variance / ess)
+    return np.where(np.asarray(visits) > 0, np.clip(bound, 0.0, 1.0), 0.0)
 
 
 def _now() -> float:

@@ -18,12 +18,35 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
 
-Tree = mctx.Tree
+
+@chex.dataclass(frozen=True)
+class Tree(mctx.Tree):
+    """mctx's tree and two more node statistics that gojax's search backs up, ``[B, N]``.
+
+    mctx keeps one number per node, the mean value. An analysis wants the
+    mean final score below a move (KataGo's ``scoreLead`` is such a mean, not
+    one network evaluation) and how much the values under a move disagree
+    (for a lower confidence bound); both are averaged over the same visits
+    as ``node_values``, by the same backup.
+
+    Attributes (besides mctx's):
+      node_scores: mean score in points for the player to move at the node:
+        the evaluator's score at a leaf (0 from evaluators without one), the
+        rules' count at a finished game, each negated once per ply on the
+        way up.
+      node_value_squares: mean of the squared values backed up through the
+        node (the samples ``node_values`` averages), so that ``node_value_squares
+        - node_values ** 2`` is their variance.
+    """
+
+    node_scores: chex.Array
+    node_value_squares: chex.Array
 
 
 class RootStats(NamedTuple):
@@ -34,18 +57,37 @@ class RootStats(NamedTuple):
     #   in [-1, 1]; 0 where the child was never visited
     prior: jax.Array  # [B, A] float32: the root's prior (after any root noise), sums to 1
     value: jax.Array  # [B] float32: the root's search value for the player to move
+    score: jax.Array  # [B, A] float32: mean score (points) of each child for the player to
+    #   move at the root; 0 where unvisited
+    q_stdev: jax.Array  # [B, A] float32: standard deviation of the values averaged into q
+    #   (0 for an unvisited child or a finished game's)
+    root_score: jax.Array  # [B] float32: the root's mean score for the player to move
 
 
 def root_stats(tree: Tree) -> RootStats:
-    """Per-root-child visits, Q (mover's view) and prior of a batched tree."""
-    visits = tree.children_visits[:, Tree.ROOT_INDEX]
-    q = (
-        tree.children_rewards[:, Tree.ROOT_INDEX]
-        + tree.children_discounts[:, Tree.ROOT_INDEX] * tree.children_values[:, Tree.ROOT_INDEX]
-    )
+    """Per-root-child visits, Q and score (mover's view), spread of Q and prior of a tree."""
+    root = Tree.ROOT_INDEX
+    visits = tree.children_visits[:, root]
+    discounts = tree.children_discounts[:, root]
+    q = tree.children_rewards[:, root] + discounts * tree.children_values[:, root]
     q = jnp.where(visits > 0, q, 0.0)
-    prior = jax.nn.softmax(tree.children_prior_logits[:, Tree.ROOT_INDEX], axis=-1)
-    return RootStats(visits, q, prior, tree.node_values[:, Tree.ROOT_INDEX])
+    prior = jax.nn.softmax(tree.children_prior_logits[:, root], axis=-1)
+    children = tree.children_index[:, root]  # [B, A]
+    at_child = jnp.maximum(children, 0)
+
+    def child(x):  # a node statistic of each root child, 0 where unvisited
+        got = jnp.take_along_axis(x, at_child, axis=1)
+        return jnp.where((visits > 0) & (children >= 0), got, 0.0)
+
+    # A child's value and score are from its own mover's view: the root's mover sees
+    # them negated. Its values' variance is the same from either side; a finished game
+    # (discount 0) is one fixed result.
+    score = -child(tree.node_scores)
+    variance = child(tree.node_value_squares) - child(tree.node_values) ** 2
+    q_stdev = jnp.sqrt(jnp.maximum(variance, 0.0)) * jnp.abs(discounts)
+    return RootStats(
+        visits, q, prior, tree.node_values[:, root], score, q_stdev, tree.node_scores[:, root]
+    )
 
 
 def principal_variation(
@@ -124,6 +166,8 @@ def _reroot(tree: Tree, action: jax.Array) -> Tree:
         node_visits=take(tree.node_visits, 0),
         raw_values=take(tree.raw_values, 0.0),
         node_values=take(tree.node_values, 0.0),
+        node_scores=take(tree.node_scores, 0.0),
+        node_value_squares=take(tree.node_value_squares, 0.0),
         parents=parents,
         action_from_parent=action_from_parent,
         children_index=take(renumber(tree.children_index), Tree.UNVISITED),
@@ -145,7 +189,7 @@ def reuse_subtree(tree: Tree, action: jax.Array) -> Tree:
     """``[B]`` trees → the subtrees below root action ``action [B]``, as new ``[B]`` trees.
 
     The child's subtree keeps everything the search learnt: visits, values,
-    raw values, priors, rewards, discounts and the positions (embeddings);
+    scores, raw values, priors, rewards, discounts and the positions (embeddings);
     nodes are renumbered from 0 in their old order and parents and children
     indices follow. The capacity stays the same; freed slots are blank. An
     action whose child was never expanded gives an empty tree, which

@@ -61,6 +61,12 @@ PLANE_ENCODERS = {AGZ: agz_planes, ALPHAGO: alphago_planes}
 _BOARD_OUTPUTS = ("policy_logits", "ownership")
 
 
+def has_score_head(version: Any) -> bool:
+    """Whether nets of this ``version`` predict a score (KataGo's do; AlphaGo Zero's and
+    AlphaGo's, ``version`` ``"agz"`` / ``"alphago"``, do not)."""
+    return not (isinstance(version, str) and version in PLANE_ENCODERS)
+
+
 def check_symmetry(symmetry: int | str) -> int | str:
     """Validate a ``symmetry`` argument: an int 0..7, ``"random"`` or ``"average"``."""
     if isinstance(symmetry, str):

@@ -3,9 +3,11 @@
 The search is network-agnostic: it calls an *evaluator*
 
     evaluator(states: GoState [B], key) -> (prior_logits [B, A], value [B])
+                                         or (prior_logits, value, score [B])
 
-with ``A = P + 1`` actions (pass last) and ``value`` in [-1, 1] for the player
-to move. :func:`katago_evaluator`, :func:`agz_evaluator` and
+with ``A = P + 1`` actions (pass last), ``value`` in [-1, 1] and ``score``
+(the expected final margin in points, for nets with a score head) for the
+player to move. :func:`katago_evaluator`, :func:`agz_evaluator` and
 :func:`uniform_evaluator` build one; ``gojax.uct`` adds random rollouts and
 AlphaGo's mixed value. An evaluator closing over network variables is built
 inside the jitted function that uses it, so that the variables are traced
@@ -39,6 +41,11 @@ expanding below it. On a fresh tree whose simulations reach no finished game
 it builds exactly the tree ``mctx.muzero_policy`` / ``gumbel_muzero_policy``
 build (tested).
 
+Besides mctx's mean value, every node keeps the mean score and the mean
+squared value of its visits (``gojax._tree_reuse.Tree``): what an analysis
+reports per move (KataGo's ``scoreLead`` is the search's mean, not one
+evaluation) and the spread behind a lower confidence bound.
+
 Signs: every value is from the point of view of the player to move at its
 node. An edge carries ``reward`` (for the player who moved) and ``discount``:
 -1 between plies (mctx's two-player convention), 0 into a finished game,
@@ -69,18 +76,20 @@ import mctx
 from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax import _selection
-from gojax._board import WHITE, GoState, legal_moves, play, winner
+from gojax._board import WHITE, GoState, legal_moves, play
+from gojax._board import score as final_score
 from gojax._features import agz_planes
 from gojax._moves import sensible_moves
 from gojax._tree_reuse import (
     ILLEGAL_LOGIT,
     ILLEGAL_THRESHOLD,
     RootStats,
+    Tree,
     principal_variation,
     reuse_subtree,
     root_stats,
 )
-from gojax.evaluate import check_symmetry, evaluate
+from gojax.evaluate import check_symmetry, evaluate, has_score_head
 
 __all__ = [
     "Evaluator",
@@ -98,8 +107,8 @@ __all__ = [
     "uniform_evaluator",
 ]
 
-Tree = mctx.Tree
-Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
+# ``(states, key) -> (prior_logits, value)`` or ``(prior_logits, value, score)``.
+Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
 KINDS = ("puct", "gumbel", "uct")
 # SearchConfig.moves: the move set a search considers at each node.
 MOVE_SETS = {"legal": legal_moves, "sensible": sensible_moves}
@@ -226,6 +235,11 @@ class SearchOutput:
     q_values: jax.Array  # [B, A] float32: root children's values for the player to move, in
     #   [-1, 1]; 0 where unvisited
     root_value: jax.Array  # [B] float32: the root's search value for the player to move
+    root_score: jax.Array  # [B] float32: the root's mean score (points) for the player to
+    #   move; 0 with an evaluator without scores
+    score_values: jax.Array  # [B, A] float32: root children's mean scores for the player to
+    #   move; 0 where unvisited
+    q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
     tree: Tree  # [B, N] the mctx tree; embeddings are the GoStates of the nodes
 
@@ -282,8 +296,9 @@ def katago_evaluator(
         with 1.0 below the root and 0.2 at it). A tuple's net carries its own.
 
     Returns an evaluator whose logits are the log of KataGo's masked policy
-    (illegal moves at the float32 minimum) and whose value is
-    ``win - loss`` for the player to move.
+    (illegal moves at the float32 minimum), whose value is ``win - loss`` and
+    whose score is the lead (``scoreLead``), both for the player to move; no
+    score from nets without a score head (AlphaGo Zero's, AlphaGo's).
     """
     if isinstance(model, tuple):
         net, variables, version = model
@@ -291,8 +306,9 @@ def katago_evaluator(
         net = model.module(dtype=dtype, policy_optimism=policy_optimism)
         variables, version = model.variables, model.output_spec
     symmetry = check_symmetry(symmetry)
+    scored = has_score_head(version)
 
-    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, ...]:
         out = evaluate(
             net,
             variables,
@@ -304,7 +320,10 @@ def katago_evaluator(
         policy = out["policy"]
         tiny = jnp.finfo(policy.dtype).tiny
         logits = jnp.where(policy > 0, jnp.log(jnp.maximum(policy, tiny)), ILLEGAL_LOGIT)
-        return logits, out["value"]
+        if not scored:
+            return logits, out["value"]
+        lead = jnp.where(states.to_play == WHITE, 1.0, -1.0) * out["white_lead"]
+        return logits, out["value"], lead.astype(jnp.float32)
 
     return evaluate_leaves
 
@@ -338,6 +357,17 @@ def _where(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(pick, new, old)
 
 
+def evaluate_with_score(
+    evaluator: Evaluator, states: GoState, key: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``evaluator``'s ``(prior_logits, value, score)``; score 0 if it gives none."""
+    out = evaluator(states, key)
+    if len(out) == 3:
+        return out
+    logits, value = out
+    return logits, value, jnp.zeros(value.shape, jnp.float32)
+
+
 def _step(
     evaluator: Evaluator,
     key: jax.Array,
@@ -345,14 +375,18 @@ def _step(
     actions: jax.Array,
     action_legal: jax.Array,
     moves: Callable[[GoState], jax.Array] | None = None,
-) -> tuple[mctx.RecurrentFnOutput, GoState]:
-    """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value.
+) -> tuple[mctx.RecurrentFnOutput, GoState, jax.Array]:
+    """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value
+    and score ``[B]``.
 
     ``action_legal [B]`` says whether each action is legal in its parent; an
     illegal one (possible only if priors give it weight) loses for the player
     who chose it and leaves a finished copy of the parent. ``moves`` gives
     the children's move sets, ``[B]`` states to ``[B, A]`` bool (see
-    :func:`_search_moves`; default: the legal moves).
+    :func:`_search_moves`; default: the legal moves). The score is for the
+    player to move at the child, the one who did not choose the action: the
+    evaluator's, or in a game that just ended the rules' count (an illegal
+    choice loses by the whole board).
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -366,14 +400,14 @@ def _step(
     children = children.replace(terminated=children.terminated | illegal)
     ended = children.terminated & ~was_over & ~illegal
     # Scoring flood-fills the board: skip it in the (frequent) steps where no game ended.
-    result = jax.lax.cond(
+    margin = jax.lax.cond(
         jnp.any(ended),
-        lambda: jax.vmap(winner)(children).astype(jnp.float32),
+        lambda: jax.vmap(final_score)(children).astype(jnp.float32) * mover,
         lambda: jnp.zeros(mover.shape, jnp.float32),
-    )
-    reward = jnp.where(illegal, -1.0, jnp.where(ended, result * mover, 0.0))
+    )  # [B]: the mover's margin in an ended game
+    reward = jnp.where(illegal, -1.0, jnp.where(ended, jnp.sign(margin), 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
-    logits, value = evaluator(children, key)
+    logits, value, score = evaluate_with_score(evaluator, children, key)
     legal = (moves or jax.vmap(legal_moves))(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
@@ -381,7 +415,10 @@ def _step(
         prior_logits=_mask_logits(logits, legal),
         value=jnp.where(children.terminated, 0.0, value).astype(jnp.float32),
     )
-    return out, children
+    points = float(parents.board.shape[-1])
+    final = jnp.where(illegal, points, jnp.where(ended, -margin, 0.0))
+    score = jnp.where(children.terminated, final, score).astype(jnp.float32)
+    return out, children, score
 
 
 def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
@@ -396,7 +433,8 @@ def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
     def recurrent_fn(params, key, action, embedding):
         del params
         action_legal = jax.vmap(legal_moves)(embedding)[jnp.arange(action.shape[0]), action]
-        return _step(evaluator, key, embedding, action, action_legal)
+        out, children, _ = _step(evaluator, key, embedding, action, action_legal)
+        return out, children
 
     return recurrent_fn
 
@@ -472,7 +510,7 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves) ->
     rows = jnp.arange(parent.shape[0])
     parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
-    out, states = _step(evaluator, key, parent_states, action, action_legal, moves)
+    out, states, score = _step(evaluator, key, parent_states, action, action_legal, moves)
 
     def at_node(x, new):  # inactive games write out of range, which is dropped
         return x.at[rows, jnp.where(active, child, x.shape[1])].set(new, mode="drop")
@@ -484,6 +522,8 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves) ->
         children_prior_logits=at_node(tree.children_prior_logits, out.prior_logits),
         raw_values=at_node(tree.raw_values, out.value),
         node_values=at_node(tree.node_values, out.value),
+        node_scores=at_node(tree.node_scores, score),
+        node_value_squares=at_node(tree.node_value_squares, out.value**2),
         # An existing child (finished game, max_depth) is expanded again: one more visit.
         node_visits=at_node(tree.node_visits, tree.node_visits[rows, child] + 1),
         embeddings=jax.tree.map(at_node, tree.embeddings, states),
@@ -501,33 +541,49 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
     mctx vmaps a ``while_loop`` that carries the whole tree; vmapped, every
     step then selects between the old and the new copy of every array of the
     tree, GoState embeddings included, for every game. Here one batched loop
-    walks up the ``[B]`` paths and carries only the four arrays it updates,
-    one scatter of ``B`` values per array and step (games already at their
-    root write out of range, which is dropped). A leaf at the root (a
-    finished search) changes nothing.
+    walks up the ``[B]`` paths and carries only the arrays it updates, one
+    scatter of ``B`` values per array and step (games already at their root
+    write out of range, which is dropped). A leaf at the root (a finished
+    search) changes nothing. The leaf's score and squared value are averaged
+    into every node on the path as its value is (the score negated once per
+    ply: no reward or discount applies to it).
     """
     batch, nodes = tree.node_visits.shape
     rows = jnp.arange(batch)
+
+    def mean(x, node, count, sample):  # the running mean at ``node`` after one more sample
+        return (x[rows, node] * count + sample) / (count + 1.0)
 
     def cond(carry):
         return jnp.any(carry[0] != Tree.ROOT_INDEX)
 
     def body(carry):
-        index, leaf_value, node_values, node_visits, children_values, children_visits = carry
+        index, leaf_value, leaf_score, stats, children_values, children_visits = carry
+        node_values, node_visits, node_scores, node_value_squares = stats
         going = index != Tree.ROOT_INDEX
         parent = jnp.where(going, tree.parents[rows, index], Tree.ROOT_INDEX)
         action = jnp.where(going, tree.action_from_parent[rows, index], 0)
         count = node_visits[rows, parent]
         reward = tree.children_rewards[rows, parent, action]
         leaf_value = reward + tree.children_discounts[rows, parent, action] * leaf_value
-        parent_value = (node_values[rows, parent] * count + leaf_value) / (count + 1.0)
+        leaf_score = -leaf_score
         child_value = node_values[rows, index]
         target = jnp.where(going, parent, nodes)  # out of range: dropped
+
+        def update(x, new):
+            return x.at[rows, target].set(new, mode="drop")
+
+        stats = (
+            update(node_values, mean(node_values, parent, count, leaf_value)),
+            update(node_visits, count + 1),
+            update(node_scores, mean(node_scores, parent, count, leaf_score)),
+            update(node_value_squares, mean(node_value_squares, parent, count, leaf_value**2)),
+        )
         return (
             jnp.where(going, parent, index),
             leaf_value,
-            node_values.at[rows, target].set(parent_value, mode="drop"),
-            node_visits.at[rows, target].set(count + 1, mode="drop"),
+            leaf_score,
+            stats,
             children_values.at[rows, target, action].set(child_value, mode="drop"),
             children_visits.at[rows, target, action].set(
                 children_visits[rows, parent, action] + 1, mode="drop"
@@ -535,20 +591,22 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
         )
 
     leaf = leaf.astype(jnp.int32)
+    stats = (tree.node_values, tree.node_visits, tree.node_scores, tree.node_value_squares)
     carry = (
         leaf,
         tree.node_values[rows, leaf],
-        tree.node_values,
-        tree.node_visits,
+        tree.node_scores[rows, leaf],
+        stats,
         tree.children_values,
         tree.children_visits,
     )
-    _, _, node_values, node_visits, children_values, children_visits = jax.lax.while_loop(
-        cond, body, carry
-    )
+    _, _, _, stats, children_values, children_visits = jax.lax.while_loop(cond, body, carry)
+    node_values, node_visits, node_scores, node_value_squares = stats
     return tree.replace(
         node_values=node_values,
         node_visits=node_visits,
+        node_scores=node_scores,
+        node_value_squares=node_value_squares,
         children_values=children_values,
         children_visits=children_visits,
     )
@@ -586,7 +644,9 @@ def _run_simulations(
     return tree, count
 
 
-def _new_tree(states: GoState, prior_logits, value, capacity: int, legal, extra_data: Any) -> Tree:
+def _new_tree(
+    states: GoState, prior_logits, value, score, capacity: int, legal, extra_data: Any
+) -> Tree:
     """A ``[B]`` tree of ``capacity`` nodes holding only its roots (mctx's initial tree)."""
     batch, num_actions = prior_logits.shape
     shape = (batch, capacity)
@@ -598,6 +658,8 @@ def _new_tree(states: GoState, prior_logits, value, capacity: int, legal, extra_
         node_visits=jnp.zeros(shape, jnp.int32).at[:, 0].set(1),
         raw_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
         node_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
+        node_scores=jnp.zeros(shape, jnp.float32).at[:, 0].set(score),
+        node_value_squares=jnp.zeros(shape, jnp.float32).at[:, 0].set(value**2),
         parents=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         action_from_parent=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         children_index=jnp.full(shape + (num_actions,), Tree.UNVISITED, jnp.int32),
@@ -636,6 +698,8 @@ def _pad_tree(tree: Tree, capacity: int) -> Tree:
             "node_visits",
             "raw_values",
             "node_values",
+            "node_scores",
+            "node_value_squares",
             "parents",
             "action_from_parent",
             "children_index",
@@ -763,11 +827,16 @@ def search(
 
     # With a root evaluator every root is evaluated once, here; without one a root is
     # evaluated only if some game starts fresh.
-    root_eval = None if root_evaluator is None else root_evaluator(states, key_root)
+    root_eval = (
+        None if root_evaluator is None else evaluate_with_score(root_evaluator, states, key_root)
+    )
 
     def fresh_tree(size_nodes: int) -> Tree:
-        logits, value = evaluator(states, key_root) if root_eval is None else root_eval
-        return _new_tree(states, _mask_logits(logits, legal), value, size_nodes, legal, extra_data)
+        logits, value, score = (
+            evaluate_with_score(evaluator, states, key_root) if root_eval is None else root_eval
+        )
+        prior = _mask_logits(logits, legal)
+        return _new_tree(states, prior, value, score, size_nodes, legal, extra_data)
 
     if tree is None:
         tree = fresh_tree(capacity)
@@ -865,6 +934,9 @@ def search(
         visit_counts=visits,
         q_values=stats.q,
         root_value=stats.value,
+        root_score=stats.root_score,
+        score_values=stats.score,
+        q_stdev=stats.q_stdev,
         simulations=simulations,
         tree=tree,
     )

@@ -109,7 +109,7 @@ def mixed_evaluator(
 
     ``v`` is ``evaluator``'s value, ``z`` the mean of ``rollouts`` random
     games (:func:`random_rollout`, with the rollout policy ``weights`` if
-    given); the prior is ``evaluator``'s. AlphaGo used ``lam = 0.5``;
+    given); the prior (and score, if any) is ``evaluator``'s. AlphaGo used ``lam = 0.5``;
     ``lam = 0`` skips the rollouts, ``lam = 1`` is pure Monte-Carlo.
     """
     if not 0.0 <= lam <= 1.0:
@@ -117,13 +117,13 @@ def mixed_evaluator(
     if rollouts < 1:
         raise ValueError(f"rollouts must be >= 1, not {rollouts}")
 
-    def evaluate(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def evaluate(states: GoState, key: jax.Array) -> tuple[jax.Array, ...]:
         key_net, key_rollout = jax.random.split(key)
-        logits, value = evaluator(states, key_net)
+        logits, value, *score = evaluator(states, key_net)
         if lam == 0.0:
-            return logits, value
+            return (logits, value, *score)
         z = random_rollout(states, key_rollout, rollouts, avoid_eyes=avoid_eyes, weights=weights)
-        return logits, (1.0 - lam) * value + lam * z
+        return (logits, (1.0 - lam) * value + lam * z, *score)
 
     return evaluate
 

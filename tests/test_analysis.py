@@ -577,6 +577,28 @@ def test_search_keeps_avoided_moves_out():
     assert best not in listed_moves(avoid) and sum(m["visits"] for m in avoid["moveInfos"]) == 7
 
 
+def test_search_scores_and_win_rates_are_means_over_the_tree():
+    """KataGo's ``scoreLead`` of a searched position is the mean over its visits, not one
+    evaluation: the root's visits times its lead are its own evaluation (rawLead, the
+    same symmetry) plus every move's visits times the move's lead; win rates alike."""
+    moves = [["B", "E5"], ["W", "C3"], ["B", "G7"]]
+    settings = {"reportAnalysisWinratesAs": "SIDETOMOVE"}  # lcb below winrate
+    line = query(id="mean", moves=moves, maxVisits=8, overrideSettings=settings)
+    (reply,) = session([json.dumps(line)])
+    infos, root = reply["moveInfos"], reply["rootInfo"]
+    assert sum(m["visits"] for m in infos) == root["visits"] - 1 == 7  # every visited move
+    lead_sum = root["rawLead"] + sum(m["visits"] * m["scoreLead"] for m in infos)
+    assert root["visits"] * root["scoreLead"] == pytest.approx(lead_sum, abs=1e-3)
+    rate_sum = root["rawWinrate"] + sum(m["visits"] * m["winrate"] for m in infos)
+    assert root["visits"] * root["winrate"] == pytest.approx(rate_sum, abs=1e-4)
+    assert root["scoreLead"] != pytest.approx(root["rawLead"], abs=1e-3)  # premise
+    for m in infos:
+        # KataGo's LCB radius: at least a fifth of the widest deviation at one visit.
+        assert 0.0 <= m["lcb"] <= m["winrate"]
+        if m["visits"] == 1:
+            assert m["lcb"] == pytest.approx(max(0.0, m["winrate"] - 5 * 0.5 / 2), abs=1e-6)
+
+
 @pytest.mark.slow
 def test_search_at_eight_visits_is_consistent_and_independent_of_batching():
     """Visits add up, order and PVs make sense, and a position's analysis is the same

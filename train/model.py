@@ -43,7 +43,7 @@ SCORE_SCALE = 20.0
 SCORE_STDEV_INDEX = 1
 SCORE_LEAD_INDEX = 2
 
-Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, jax.Array]]
+Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,16 +237,19 @@ def forward(
 
 
 def evaluator(spec: ModelSpec, module: nn.Module, variables: dict[str, Any]) -> Evaluator:
-    """A ``gojax.search`` evaluator ``(states [B], key) -> (prior_logits [B, A], value [B])``.
+    """A ``gojax.search`` evaluator ``(states [B], key) -> (prior_logits [B, A], value [B])``,
+    and ``score_lead [B]`` third for KataGo nets (the search averages it over the tree).
 
     Inference mode (running BN statistics), no symmetry. The logits are the
     net's own; the search masks illegal moves. Build it inside the jitted
     function that searches so that ``variables`` are traced, not baked in.
     """
 
-    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def evaluate_leaves(states: GoState, key: jax.Array) -> tuple[jax.Array, ...]:
         del key
         out = forward(spec, module, variables, encode(spec, states), train=False)
+        if spec.is_katago:
+            return out["policy_logits"], out["value"], out["score_lead"]
         return out["policy_logits"], out["value"]
 
     return evaluate_leaves

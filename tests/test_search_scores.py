@@ -1,0 +1,199 @@
+"""What the search backs up besides values: mean scores and squared values per node.
+
+Every node's statistics must be the mean over its visits of what reached it:
+its own first evaluation plus everything backed up through each child. The
+evaluator here scores a position by a formula of the position itself, so the
+tests can recompute each node's first evaluation from the position the tree
+stores and check the identity on every node of real trees (with finished
+games inside, whose score is the rules' count).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from boards import fast_jit, jit_play, new_game, position
+from reference import reference_path
+
+import gojax
+from gojax.search import (
+    SearchConfig,
+    katago_evaluator,
+    reuse_subtree,
+    root_stats,
+    search,
+    uniform_evaluator,
+)
+
+
+def _formula(states: gojax.GoState):
+    """Value and score of positions, for the player to move, from the stones alone."""
+    board = states.board.astype(jnp.float32)  # [B, P], +1 black, -1 white
+    mover = states.to_play.astype(jnp.float32)
+    stones = jnp.sum(board, axis=-1) * mover  # the mover's stone lead
+    corner = board[:, 0] * mover
+    value = jnp.tanh(0.3 * stones + 0.2 * corner)
+    score = 1.5 * stones - 0.25 + corner
+    return value, score
+
+
+def scoring_evaluator(states: gojax.GoState, key: jax.Array):
+    """Random priors (so that trees are uneven), formula values and scores."""
+    logits = jax.random.normal(key, (states.to_play.shape[0], states.num_actions))
+    value, score = _formula(states)
+    return logits, value, score
+
+
+@functools.cache
+def searcher(evaluator, config: SearchConfig):
+    return fast_jit(functools.partial(search, evaluator, config=config))
+
+
+def batch(state: gojax.GoState, n: int) -> gojax.GoState:
+    return jax.tree.map(lambda x: jnp.stack([x] * n), state)
+
+
+def _nothing(states: gojax.GoState):
+    """The uniform evaluator's value and score: none."""
+    zeros = jnp.zeros(states.to_play.shape, jnp.float32)
+    return zeros, zeros
+
+
+def check_backup_identities(tree, game: int, formula=_formula) -> int:
+    """Every node's mean score and squared value against its first evaluation (``formula``)
+    and its children's statistics. Returns the number of nodes checked."""
+    t = jax.tree.map(lambda x: np.asarray(x[game]), tree)
+    node_states = jax.tree.map(lambda x: jnp.asarray(x), t.embeddings)
+    raw_value, raw_score = (np.asarray(x) for x in formula(node_states))
+    checked = 0
+    for node in np.flatnonzero(t.node_visits > 0):
+        n = t.node_visits[node]
+        if t.embeddings.terminated[node]:
+            # Every visit of a finished game is the same fixed result.
+            assert t.node_value_squares[node] == 0.0 and t.node_values[node] == 0.0
+            continue
+        children = t.children_index[node]
+        visited = children >= 0
+        counts = t.children_visits[node][visited]
+        kids = children[visited]
+        rewards = t.children_rewards[node][visited]
+        finished = t.children_discounts[node][visited] == 0.0
+        score_sum = raw_score[node] + np.sum(counts * -t.node_scores[kids])
+        squares = np.where(finished, rewards**2, t.node_value_squares[kids])
+        square_sum = raw_value[node] ** 2 + np.sum(counts * squares)
+        assert n == 1 + counts.sum()
+        np.testing.assert_allclose(t.node_scores[node] * n, score_sum, rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(t.node_value_squares[node] * n, square_sum, rtol=1e-4, atol=1e-4)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel", "uct"])
+def test_every_node_averages_the_scores_and_squares_of_its_visits(kind):
+    # Short games (a move cap of 6 plies) so that trees hold finished games.
+    states = batch(new_game(5, komi=0.5, max_moves=6), 3)
+    config = SearchConfig(kind=kind, num_simulations=48, temperature_moves=0)
+    out = searcher(scoring_evaluator, config)(states, jax.random.key(1))
+    assert np.any(np.asarray(out.tree.children_discounts) == 0.0)  # premise: finished games
+    for game in range(3):
+        assert check_backup_identities(out.tree, game) > 5
+
+
+def test_finished_child_scores_the_rules_count():
+    """After the opponent's pass, passing ends the game: the pass child's score is the
+    mover's margin by the rules (board count and komi), whatever the evaluator says."""
+    state = position(
+        """
+        X X O . .
+        X X O . .
+        X X O . .
+        X X O . .
+        X X O . .
+        """,
+        to_play="W",
+        komi=2.5,
+    )
+    pass_move = state.num_actions - 1
+    state = jit_play(state, pass_move)  # White passes: Black to move, one pass played
+    assert int(state.passes) == 1 and int(state.to_play) == 1
+    out = searcher(scoring_evaluator, SearchConfig(num_simulations=64, temperature_moves=0))(
+        batch(state, 2), jax.random.key(0)
+    )
+    stats = root_stats(out.tree)
+    child = jit_play(state, pass_move)
+    assert bool(child.terminated)
+    margin = float(gojax.score(child))  # Black's margin; Black is to move at the root
+    assert int(out.visit_counts[0, pass_move]) > 0
+    np.testing.assert_allclose(out.score_values[:, pass_move], margin, atol=1e-5)
+    np.testing.assert_allclose(stats.score[:, pass_move], margin, atol=1e-5)
+    assert float(out.q_stdev[0, pass_move]) == 0.0  # one fixed result
+    # Visited children's spread is the spread of their backed-up values.
+    visited = np.asarray(out.visit_counts[0]) > 1
+    assert np.all(np.asarray(out.q_stdev[0])[visited] >= 0.0)
+    assert np.any(np.asarray(out.q_stdev[0])[visited] > 0.0)
+
+
+def test_root_score_is_the_visit_weighted_mean():
+    states = batch(new_game(5, komi=0.5), 2)
+    out = searcher(scoring_evaluator, SearchConfig(num_simulations=32, temperature_moves=0))(
+        states, jax.random.key(2)
+    )
+    _, raw_score = _formula(states)
+    visits = np.asarray(out.visit_counts, np.float64)
+    expected = (np.asarray(raw_score) + np.sum(visits * np.asarray(out.score_values), -1)) / (
+        1 + visits.sum(-1)
+    )
+    # The root's score is the mover's; each child's is already turned to the mover's view.
+    np.testing.assert_allclose(out.root_score, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_reused_subtree_keeps_scores():
+    states = batch(new_game(5, komi=0.5), 2)
+    config = SearchConfig(num_simulations=40, temperature_moves=0)
+    out = searcher(scoring_evaluator, config)(states, jax.random.key(3))
+    kept = fast_jit(reuse_subtree)(out.tree, out.action)
+    child = np.asarray(out.tree.children_index)[np.arange(2), 0, np.asarray(out.action)]
+    np.testing.assert_array_equal(
+        kept.node_scores[:, 0], np.asarray(out.tree.node_scores)[np.arange(2), child]
+    )
+    np.testing.assert_array_equal(
+        kept.node_value_squares[:, 0],
+        np.asarray(out.tree.node_value_squares)[np.arange(2), child],
+    )
+    for game in range(2):
+        check_backup_identities(kept, game)
+
+
+def test_evaluators_without_scores_give_zero_scores():
+    """Without an evaluator's score only finished games carry one (the rules' count)."""
+    states = batch(new_game(5, komi=0.5, max_moves=2), 2)
+    out = searcher(uniform_evaluator(), SearchConfig(num_simulations=60))(states, jax.random.key(4))
+    finished = np.asarray(out.tree.embeddings.terminated) & (np.asarray(out.tree.node_visits) > 0)
+    assert np.any(finished)  # premise
+    assert np.any(np.asarray(out.tree.node_scores)[finished] != 0.0)
+    for game in range(2):
+        assert check_backup_identities(out.tree, game, formula=_nothing) > 3
+
+
+def test_katago_evaluator_scores_are_the_leads_of_the_player_to_move():
+    from gojax.evaluate import evaluate
+    from gojax.katago_model import load_model
+
+    model = load_model(reference_path("katago", "g170-b6c96-s175395328-d26788732.bin.gz"))
+    net = model.module()
+    state = jit_play(new_game(9, komi=7.0), 40)  # White to move after Black's tengen
+    states = jax.tree.map(lambda *xs: jnp.stack(xs), new_game(9, komi=7.0), state)
+    evaluator = katago_evaluator(model, symmetry=0)
+    _, value, score = fast_jit(evaluator)(states, jax.random.key(0))
+    out = fast_jit(
+        lambda s: evaluate(net, model.variables, s, version=model.output_spec, symmetry=0)
+    )(states)
+    mover_is_white = np.asarray(states.to_play) == -1
+    lead = np.where(mover_is_white, 1.0, -1.0) * np.asarray(out["white_lead"])
+    np.testing.assert_allclose(score, lead, atol=1e-5)
+    assert mover_is_white.tolist() == [False, True]
+    np.testing.assert_allclose(value, out["value"], atol=1e-6)
