@@ -326,11 +326,9 @@ def section_training(smoke: bool) -> dict:
     state = create_train_state(spec, lconfig, jax.random.PRNGKey(0), sp_config.size, mesh)
     variables = loop._host_variables(state)
     evaluator_fn, encode_fn = loop.selfplay_functions(spec)
-    score_fn = loop.root_score_function(spec)  # the recipe's short-term heads' root scores
 
     def selfplay(seed: int):
-        key = jax.random.key(seed)
-        return play_games(evaluator_fn, encode_fn, variables, key, sp_config, score_fn=score_fn)
+        return play_games(evaluator_fn, encode_fn, variables, jax.random.key(seed), sp_config)
 
     # KataGo's input features alone (ladder searches included) on random-play positions:
     # what every evaluation of the recipe's self-play computes before its net.

@@ -676,6 +676,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 rollout_lambda=args.rollout_lambda,
                 rollouts=args.rollouts,
                 rollout_weights=_rollout_weights(args),
+                lcb=args.lcb,
             )
         else:
             if args.rollout_policy:
@@ -729,10 +730,19 @@ def register(commands) -> None:
     gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
     gtp.add_argument(
         "--search",
-        choices=("puct", "gumbel"),
+        choices=("puct", "katago", "gumbel"),
         default="puct",
-        help="the network's tree search (--player search): puct (AlphaGo Zero, default) or "
-        "gumbel (Gumbel MuZero's sequential halving over a few root moves)",
+        help="the network's tree search (--player search): puct (AlphaGo Zero, default), "
+        "katago (KataGo's PUCT: raw values, first-play urgency reduction, exploration that "
+        "grows with visits and the values' spread) or gumbel (Gumbel MuZero's sequential "
+        "halving over a few root moves)",
+    )
+    gtp.add_argument(
+        "--lcb",
+        action="store_true",
+        help="--search puct or katago: play the root move with the best lower confidence "
+        "bound on its value among those with at least 15%% of the most visits (KataGo's "
+        "useLcbForSelection) instead of the most visited",
     )
     gtp.add_argument(
         "--gumbel-scale",

@@ -34,7 +34,7 @@ from gojax._board import BLACK, GoState, legal_moves, play
 # A callback that receives intermediate analyses while a search runs.
 Progress = Callable[["Analysis"], None]
 # The searches a SearchPlayer runs (``gojax.search`` kinds with a network).
-SEARCH_KINDS = ("puct", "gumbel")
+SEARCH_KINDS = ("puct", "gumbel", "katago")
 
 
 # KataGo's search settings for nets with an optimistic policy head (model version >= 12)
@@ -380,7 +380,8 @@ class UniformPlayer(_OneShotPlayer):
 class SearchPlayer:
     """Tree search (``gojax.search``) with a KataGo network, without root noise.
 
-    ``search`` is ``"puct"`` (AlphaGo Zero) or ``"gumbel"`` (Gumbel MuZero:
+    ``search`` is ``"puct"`` (AlphaGo Zero), ``"katago"`` (KataGo's PUCT,
+    ``gojax._selection.katago_puct``) or ``"gumbel"`` (Gumbel MuZero:
     sequential halving over moves sampled without replacement, then the best
     of them by prior and searched value). ``gumbel_scale`` scales the noise of
     that sampling: 0 (default) searches the network's favourites, which plays
@@ -417,6 +418,10 @@ class SearchPlayer:
     optimistic policy head (:func:`policy_optimism`; KataGo's engines search
     with (0.2, 1.0)): the root's prior, and the policy the analysis reports, mix
     in ``root`` of it, every other node's ``below``.
+
+    ``lcb``: play the move KataGo's ``useLcbForSelection`` plays (not Gumbel):
+    the best lower confidence bound on the value among the root moves with at
+    least 15% of the most visits (``SearchConfig.lcb_selection``).
     """
 
     def __init__(
@@ -435,6 +440,7 @@ class SearchPlayer:
         rollout_lambda: float = 0.0,
         rollouts: int = 1,
         rollout_weights: Any = None,
+        lcb: bool = False,
     ) -> None:
         from gojax.evaluate import check_symmetry, has_score_head
         from gojax.search import SearchConfig
@@ -448,6 +454,8 @@ class SearchPlayer:
         fast = rollout_weights is not None
         if fast and not rollout_lambda:
             raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
+        if lcb and search == "gumbel":
+            raise ValueError("lcb move selection needs a PUCT search (Gumbel picks its own move)")
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
             kind=search,
@@ -457,11 +465,13 @@ class SearchPlayer:
             temperature_moves=0,
             gumbel_scale=float(gumbel_scale),
             max_num_considered_actions=int(considered or auto_considered(visits)),
+            lcb_selection=bool(lcb),
         )
         prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
         mixed += " of the fast policy" if fast else ""
         mixed += optimism_label(optimism)
+        mixed += ", LCB move" if lcb else ""
         functions = _search_functions(
             model,
             symmetry,
@@ -810,12 +820,15 @@ def search_analysis(
         the evaluator gave scores), else from ``out`` (nets without a score head
         report 0 there).
     """
-    from gojax.search import principal_variation
+    from gojax.search import lower_confidence_bounds, principal_variation
 
     visits = host.visit_counts[index]
     prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[index, 0]))
     winrates = (np.clip(host.q_values[index], -1.0, 1.0) + 1.0) / 2.0
-    bounds = lcb(winrates, visits, host.q_stdev[index] / 2.0)
+    q, q_stdev = (np.asarray(x[index], np.float64) for x in (host.q_values, host.q_stdev))
+    # KataGo's bound on the value, on the win-rate scale; 0 without visits, as Leela Zero.
+    bounds = (lower_confidence_bounds(q, visits, q_stdev) + 1.0) / 2.0
+    bounds = np.where(visits > 0, np.clip(bounds, 0.0, 1.0), 0.0)
 
     def lead(i: int, a: int) -> float:  # the mover's lead after listed move i, action a
         if search_scores and visits[a] > 0:
@@ -847,29 +860,6 @@ def search_analysis(
         score_stdev=_finite(float(out["score_stdev"][0])),
         ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
     )
-
-
-def lcb(
-    winrate: np.ndarray, visits: np.ndarray, stdev: np.ndarray, *, stdevs: float = 5.0
-) -> np.ndarray:
-    """Lower confidence bounds of win rates, ``[A]`` → ``[A]``, KataGo's way.
-
-    ``winrate - stdevs * sqrt(variance / n)`` over the ``n = visits`` values
-    the search averaged into each win rate, whose standard deviation (on the
-    win-rate scale) is ``stdev``. Like KataGo (``lcbStdevs`` 5), the variance
-    takes a prior of weight ``1 / n**2`` that it is the largest possible
-    (values span [-1, 1], win rates [0, 1]), so that one or two equal
-    samples do not claim certainty; for larger ``n`` it fades. Clipped to
-    [0, 1]; moves without visits get 0, as Leela Zero reports them.
-    """
-    winrate = np.asarray(winrate, np.float64)
-    n = np.maximum(np.asarray(visits, np.float64), 1.0)
-    prior = 1.0 / n**2  # KataGo's weightSum / ess**3 with one weight per visit
-    radius = 0.5  # the largest deviation of a win rate from its mean
-    variance = np.asarray(stdev, np.float64) ** 2 + radius**2 * prior / (n + prior)
-    ess = (n + prior) ** 2 / (n + prior**2)  # effective sample size with the prior
-    bound = winrate - stdevs * np.sqrt(variance / ess)
-    return np.where(np.asarray(visits) > 0, np.clip(bound, 0.0, 1.0), 0.0)
 
 
 def _now() -> float:

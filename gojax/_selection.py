@@ -11,7 +11,8 @@ indices that reach it. A search takes one such argmax per simulation at the
 root and one per level of every descent. Ties go to the lowest index, as
 ``jnp.argmax``'s do, so the trees are the same as mctx's.
 
-Also KataGo's forced playouts and policy target pruning, which mctx lacks.
+Also KataGo's forced playouts and policy target pruning, and KataGo's own PUCT
+(:func:`katago_puct`), which mctx lacks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 from mctx._src import seq_halving
+
+from gojax._tree_reuse import ILLEGAL_THRESHOLD
 
 Tree = mctx.Tree
 
@@ -83,6 +86,69 @@ def puct(
         forced = (visits > 0) & (visits < forced_visits(priors, visits, forced_playouts))
         invalid = jnp.where(jnp.any(forced), ~forced, invalid > 0)
     return first_argmax(value + exploration + tie_break, invalid)
+
+
+# KataGo's PUCT constants (its GTP engine's defaults, cpp/program/setup.cpp).
+KATAGO_CPUCT = 1.0  # cpuctExploration
+KATAGO_CPUCT_LOG = 0.45  # cpuctExplorationLog
+KATAGO_CPUCT_BASE = 500.0  # cpuctExplorationBase
+KATAGO_STDEV_PRIOR = 0.40  # cpuctUtilityStdevPrior
+KATAGO_STDEV_PRIOR_WEIGHT = 2.0  # cpuctUtilityStdevPriorWeight
+KATAGO_STDEV_SCALE = 0.85  # cpuctUtilityStdevScale
+KATAGO_FPU_REDUCTION = 0.2  # fpuReductionMax (the root's is an argument: 0.1, 0 with noise)
+KATAGO_FPU_PARENT_POW = 2.0  # fpuParentWeightByVisitedPolicyPow
+
+
+def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> jax.Array:
+    """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw values.
+
+    ``Q + c(N) * sqrt(N + 0.01) * f * P / (1 + n)`` over the children, with
+
+    * ``Q`` the child's mean value for the player to move, in [-1, 1] (not
+      normalised as mctx's is); an unvisited child gets *first-play urgency*
+      ``V - r * sqrt(m)``: ``m`` the prior mass of the visited children, ``r``
+      0.2 (``root_fpu_reduction`` at the root), ``V`` the node's value pulled
+      toward its own first evaluation while little of the prior has been
+      visited (weight ``min(1, m**2)`` on the mean);
+    * ``c(N) = 1 + 0.45 * log((N + 500) / 500)``, ``N`` the children's visits;
+    * ``f = 1 + 0.85 * (s / 0.4 - 1)``: ``s`` the standard deviation of the
+      values seen below the node, shrunk toward 0.4 with the weight of two
+      visits -- noisy positions explore more, settled ones less.
+
+    KataGo's utility adds score terms and weights playouts; here the value is
+    the win-loss value alone, each playout counts once.
+    """
+    visits = tree.children_visits[node]
+    priors = jax.nn.softmax(tree.children_prior_logits[node])
+    q = tree.children_rewards[node] + tree.children_discounts[node] * tree.children_values[node]
+    total = jnp.sum(visits).astype(jnp.float32)
+    # The spread of the node's values, with KataGo's prior.
+    weight = tree.node_visits[node].astype(jnp.float32)
+    mean = tree.node_values[node]
+    mean_sq = jnp.maximum(tree.node_value_squares[node], mean**2)
+    prior_var = KATAGO_STDEV_PRIOR**2
+    pooled = ((mean**2 + prior_var) * KATAGO_STDEV_PRIOR_WEIGHT + mean_sq * weight) / (
+        KATAGO_STDEV_PRIOR_WEIGHT + weight - 1.0
+    )
+    stdev = jnp.where(weight <= 1, KATAGO_STDEV_PRIOR, jnp.sqrt(jnp.maximum(pooled - mean**2, 0)))
+    factor = 1.0 + KATAGO_STDEV_SCALE * (stdev / KATAGO_STDEV_PRIOR - 1.0)
+    cpuct = KATAGO_CPUCT + KATAGO_CPUCT_LOG * jnp.log(
+        (total + KATAGO_CPUCT_BASE) / KATAGO_CPUCT_BASE
+    )
+    scale = cpuct * jnp.sqrt(total + 0.01) * factor
+    # First-play urgency.
+    visited_mass = jnp.sum(jnp.where(visits > 0, priors, 0.0))
+    blend = jnp.minimum(1.0, visited_mass**KATAGO_FPU_PARENT_POW)
+    parent = blend * mean + (1.0 - blend) * tree.raw_values[node]
+    reduction = jnp.where(depth == 0, root_fpu_reduction, KATAGO_FPU_REDUCTION)
+    fpu = parent - reduction * jnp.sqrt(visited_mass)
+    value = jnp.where(visits > 0, q, fpu)
+    tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
+    # Unlike mctx's rule, an unvisited illegal move would score its first-play urgency:
+    # leave the moves with the illegal logit out at every node.
+    illegal = tree.children_prior_logits[node] <= ILLEGAL_THRESHOLD
+    invalid = illegal | ((tree.root_invalid_actions > 0) & (depth == 0))
+    return first_argmax(value + scale * priors / (visits + 1.0) + tie_break, invalid)
 
 
 def pruned_visits(

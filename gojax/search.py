@@ -25,6 +25,9 @@ Kinds (``SearchConfig.kind``):
 * ``"gumbel"``: Gumbel MuZero (``mctx.gumbel_muzero_policy``): sequential
   halving with Gumbel noise at the root, the deterministic improved-policy
   rule below it;
+* ``"katago"``: KataGo's PUCT (``gojax._selection.katago_puct``): raw values,
+  first-play urgency reduction, an exploration constant that grows with
+  visits and with the spread of the node's values; root noise as ``"puct"``;
 * ``"uct"``: UCB1, the classical rule (no prior), for rollout-based MCTS.
 
 Why our own simulation loop: mctx's ``search`` always builds a fresh tree,
@@ -73,6 +76,7 @@ import flax
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax import _selection
@@ -99,6 +103,7 @@ __all__ = [
     "agz_evaluator",
     "default_dirichlet_alpha",
     "katago_evaluator",
+    "lower_confidence_bounds",
     "make_recurrent_fn",
     "principal_variation",
     "reuse_subtree",
@@ -109,7 +114,7 @@ __all__ = [
 
 # ``(states, key) -> (prior_logits, value)`` or ``(prior_logits, value, score)``.
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
-KINDS = ("puct", "gumbel", "uct")
+KINDS = ("puct", "gumbel", "uct", "katago")
 # SearchConfig.moves: the move set a search considers at each node.
 MOVE_SETS = {"legal": legal_moves, "sensible": sensible_moves}
 
@@ -124,8 +129,9 @@ class SearchConfig:
     """Static search settings (hashable: pass as a static argument of ``jax.jit``).
 
     Attributes:
-      kind: ``"puct"`` (AlphaGo Zero), ``"gumbel"`` (Gumbel MuZero) or
-        ``"uct"`` (UCB1, for rollouts; see ``gojax.uct``).
+      kind: ``"puct"`` (AlphaGo Zero), ``"gumbel"`` (Gumbel MuZero),
+        ``"katago"`` (KataGo's PUCT) or ``"uct"`` (UCB1, for rollouts; see
+        ``gojax.uct``).
       num_simulations: simulations per search; with a reused tree, the
         search stops when the root has ``num_simulations + 1`` visits.
       pb_c_init, pb_c_base: PUCT's ``c(s) = c_init + log((N + c_base + 1) /
@@ -134,7 +140,7 @@ class SearchConfig:
         :func:`default_dirichlet_alpha` of the board size
         (``0.03 * 361 / size**2``, AlphaGo Zero's 0.03 at 19x19).
       dirichlet_fraction: weight of the noise in the root prior (AlphaGo
-        Zero's 0.25); 0 disables it. PUCT only.
+        Zero's 0.25); 0 disables it. PUCT and KataGo only.
       max_num_considered_actions: root actions sampled by Gumbel (16).
       gumbel_scale: scale of the Gumbel noise (1; 0 for a deterministic
         search).
@@ -153,6 +159,13 @@ class SearchConfig:
         no filling of one's own single-point eyes, pass only after the
         opponent's pass or when nothing else is left) -- what keeps small
         self-play runs from settling into early passes.
+      lcb_selection: KataGo's ``useLcbForSelection``, PUCT and UCT: the move played
+        without temperature is, among the root moves with at least
+        ``lcb_min_visit_fraction`` of the most visited one's visits, the one
+        with the highest lower confidence bound on its value
+        (:func:`lower_confidence_bounds`), rather than the most visited. KataGo
+        plays so (minimum fraction 0.15 in its GTP defaults); off by default.
+      lcb_min_visit_fraction: see ``lcb_selection``.
       forced_playouts: KataGo's forced playouts and policy target pruning
         (Wu 2019), PUCT only: ``k`` in ``n_forced = sqrt(k * P * sum N)``, 2
         in KataGo's self-play; 0 (the default) turns both off. At the root,
@@ -177,6 +190,8 @@ class SearchConfig:
     uct_c: float = 1.0
     moves: str = "legal"
     forced_playouts: float = 0.0
+    lcb_selection: bool = False
+    lcb_min_visit_fraction: float = 0.15
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -197,6 +212,12 @@ class SearchConfig:
             raise ValueError(f"gumbel_scale must be >= 0, not {self.gumbel_scale}")
         if not self.forced_playouts >= 0.0:
             raise ValueError(f"forced_playouts must be >= 0, not {self.forced_playouts}")
+        if self.lcb_selection and self.kind == "gumbel":
+            raise ValueError("lcb_selection needs kind='puct' or 'uct' (Gumbel picks its own move)")
+        if not 0.0 <= self.lcb_min_visit_fraction <= 1.0:
+            raise ValueError(
+                f"lcb_min_visit_fraction must be in [0, 1], not {self.lcb_min_visit_fraction}"
+            )
         if self.forced_playouts and self.kind != "puct":
             raise ValueError(
                 f"forced_playouts needs kind='puct' (KataGo's PUCT root), not {self.kind!r}"
@@ -746,6 +767,42 @@ def _greedy(visits, q, invalid):
     return _selection.first_argmax(score, invalid)
 
 
+# KataGo's ``lcbStdevs``: how many standard errors below the mean a bound lies.
+LCB_STDEVS = 5.0
+
+
+def lower_confidence_bounds(q, visits, q_stdev, stdevs: float = LCB_STDEVS):
+    """Lower confidence bounds of mean values, KataGo's way; any matching shapes.
+
+    ``q - stdevs * sqrt(variance / n)`` over the ``n = visits`` values in [-1, 1]
+    averaged into ``q``, whose standard deviation is ``q_stdev``. As KataGo
+    does (``getSelfUtilityLCBAndRadius``, one weight per visit), the variance
+    takes a prior of weight ``1 / n**2`` that it is the largest possible (a
+    radius of 1), so that one or two equal samples do not claim certainty; it
+    fades as ``n`` grows. Unvisited moves get ``q - 2 * stdevs``, KataGo's
+    bound without visits. NumPy arrays in, NumPy out; jax arrays in, jax out.
+    """
+    xp = jnp if isinstance(q, jax.Array) else np
+    n = xp.maximum(xp.asarray(visits, q.dtype), 1.0)
+    prior = 1.0 / n**2
+    variance = q_stdev**2 + prior / (n + prior)
+    ess = (n + prior) ** 2 / (n + prior**2)  # effective sample size with the prior
+    bound = q - stdevs * xp.sqrt(variance / ess)
+    return xp.where(xp.asarray(visits) > 0, bound, q - 2.0 * stdevs)
+
+
+def _lcb_choice(visits, q, q_stdev, invalid, min_fraction: float):
+    """``[B]`` KataGo's LCB move: the best bound among the moves with at least
+    ``min_fraction`` of the most visits (the most visited one is always among them)."""
+    most = jnp.max(jnp.where(invalid, 0, visits), axis=-1, keepdims=True)
+    eligible = ~invalid & (visits > 0) & (visits >= min_fraction * most)
+    bounds = lower_confidence_bounds(q, visits, q_stdev)
+    # Ties (equal bounds) to the more visited move.
+    score = bounds + 1e-6 * visits.astype(jnp.float32) / jnp.maximum(most, 1)
+    choice = _selection.first_argmax(score, ~eligible)
+    return jnp.where(jnp.any(eligible, axis=-1), choice, _greedy(visits, q, invalid))
+
+
 def _search_moves(
     allowed: Callable[[GoState], jax.Array], avoid: jax.Array | None, root_moves: jax.Array
 ) -> Callable[[GoState], jax.Array]:
@@ -857,7 +914,7 @@ def search(
             )
 
     root_logits = _mask_logits(tree.children_prior_logits[:, Tree.ROOT_INDEX], legal)
-    if config.kind == "puct":
+    if config.kind in ("puct", "katago"):
         root_logits = _dirichlet_logits(
             key_noise, root_logits, legal, config.alpha(size), config.dirichlet_fraction
         )
@@ -872,6 +929,11 @@ def search(
         )
         root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
         rules = _Rules(root_rule, rule)
+    elif config.kind == "katago":
+        # KataGo's root reduction: 0.1, none under root noise.
+        reduction = 0.0 if config.dirichlet_fraction > 0 else 0.1
+        rule = functools.partial(_selection.katago_puct, root_fpu_reduction=reduction)
+        rules = _Rules(functools.partial(rule, depth=0), rule)
     elif config.kind == "gumbel":
         rules = _Rules(
             functools.partial(
@@ -910,6 +972,10 @@ def search(
             jnp.where(invalid, ILLEGAL_LOGIT, root_logits + completed_q), axis=-1
         )
     else:
+        if config.lcb_selection:
+            greedy = _lcb_choice(
+                visits, stats.q, stats.q_stdev, invalid, config.lcb_min_visit_fraction
+            )
         if config.forced_playouts:
             prune = functools.partial(
                 _selection.pruned_visits,

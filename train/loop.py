@@ -349,25 +349,6 @@ def selfplay_functions(spec: model_lib.ModelSpec) -> tuple[Callable, Callable]:
 
 
 @functools.cache
-def root_score_function(spec: model_lib.ModelSpec) -> Callable | None:
-    """``train.selfplay.play_games``'s ``score_fn`` for a ``spec`` net: its own score lead
-    at each root, the per-move score of the temporal-difference targets; None unless
-    the net has short-term heads (no other net learns from them)."""
-    if not spec.short_term_heads:
-        return None
-    module = model_lib.build(spec)
-
-    def score_fn(variables):
-        def lead(states):
-            out = model_lib.forward(spec, module, variables, model_lib.encode(spec, states), False)
-            return out["score_lead"]
-
-        return lead
-
-    return score_fn
-
-
-@functools.cache
 def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
     """One compiled train step per (spec, learner config, mesh), shared by runs in a process."""
     return make_train_step(spec, model_lib.build(spec), config, mesh)
@@ -828,7 +809,6 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                     variables,
                     jax.random.fold_in(key_selfplay, iteration),
                     sp_config,
-                    score_fn=root_score_function(spec),
                 )
                 added = replay.add(traj)
                 # Every host's games count, and the learner starts when every host's

@@ -21,10 +21,10 @@ whether the threshold is safe (AlphaGo Zero kept it below 5%).
 
 Temporal-difference targets (KataGo, for its short-term heads): each move
 also gets ``td_value`` and ``td_score`` at three horizons (:func:`td_targets`),
-averages of the searched values (and the root's score lead) of the moves
-from it on, weighted down geometrically, the final result taking what is
-left. The score per move is the net's own lead at the root (``score_fn``):
-KataGo's is its search's mean score, but these searches back up values only.
+averages of the searched values (and scores) of the moves from it on,
+weighted down geometrically, the final result taking what is left. The score
+per move is the search's mean score at the root (``SearchOutput.root_score``),
+as KataGo's; 0 with an evaluator that gives no score.
 
 Playout-cap randomisation (KataGo, Wu 2019): with ``fast_simulations`` set,
 each step is a full search (``search.num_simulations``, root noise on) with
@@ -75,8 +75,6 @@ __all__ = [
 
 EvaluatorFn = Callable[[Any], Evaluator]
 EncodeFn = Callable[[gojax.GoState], Any]
-# ``variables -> (states [B] -> score lead [B])``: points, for the player to move.
-ScoreFn = Callable[[Any], Callable[[gojax.GoState], jax.Array]]
 
 # KataGo's temporal-difference horizons (long, mid, short): a move's own value gets
 # weight 1 / (1 + c * board area) and the rest goes to the moves after it, so the
@@ -179,7 +177,8 @@ class Trajectories:
     action: jax.Array  # [T, B] int32: the move played; -1 if none (game over, resignation)
     valid: jax.Array  # [T, B] bool: the game was running; a position was searched
     root_value: jax.Array  # [T, B] float32: search value for the mover, in [-1, 1]
-    root_score: jax.Array  # [T, B] float32: the net's lead at the root, mover (0: no score_fn)
+    root_score: jax.Array  # [T, B] float32: the search's mean score at the root, mover (points;
+    #   0 if the evaluator gives no score)
     value: jax.Array  # [T, B] float32: outcome z for the mover, +1 / -1 / 0 (draw)
     value_mask: jax.Array  # [T, B] bool: valid and the game finished (z is known)
     score: jax.Array  # [T, B] float32: final Tromp-Taylor margin for the mover, komi included
@@ -294,7 +293,13 @@ def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     visited = out.visit_counts > 0
     best_q = jnp.max(jnp.where(visited, out.q_values, -jnp.inf), axis=-1)
     best_q = jnp.where(jnp.any(visited, axis=-1), best_q, out.root_value)
-    return out.action, out.action_weights.astype(jnp.float32), out.root_value, best_q
+    weights = out.action_weights.astype(jnp.float32)
+    return out.action, weights, out.root_value, best_q, out.root_score
+
+
+def _gives_scores(evaluator: Evaluator, states, key) -> bool:
+    """Whether ``evaluator`` returns a score (found by tracing it, nothing runs)."""
+    return len(jax.eval_shape(lambda s: evaluator(s, key), states)) == 3
 
 
 def _play(
@@ -303,13 +308,13 @@ def _play(
     variables: Any,
     key: jax.Array,
     config,
-    score_fn: ScoreFn | None = None,
 ) -> Trajectories:
     batch, size = config.num_games, config.size
     key_resign, key_steps = jax.random.split(key)
     evaluator = evaluator_fn(variables)
-    root_scorer = None if score_fn is None else score_fn(variables)
     states = jax.vmap(lambda _: config.new_game())(jnp.arange(batch))
+    # Without an evaluator's score only finished games in a tree would carry one.
+    scored = _gives_scores(evaluator, states, key_steps)
     no_resign = jax.random.uniform(key_resign, (batch,)) < config.no_resign_fraction
     full_config = config.search
     fast_config = None
@@ -324,12 +329,12 @@ def _play(
         inputs = encode_fn(states)
         if fast_config is None:
             full = jnp.asarray(True)
-            action, weights, root_value, best_q = _search_summary(
+            action, weights, root_value, best_q, root_score = _search_summary(
                 evaluator, states, key_search, full_config
             )
         else:
             full = jax.random.uniform(key_cap) < config.full_search_prob
-            action, weights, root_value, best_q = jax.lax.cond(
+            action, weights, root_value, best_q, root_score = jax.lax.cond(
                 full,
                 lambda: _search_summary(evaluator, states, key_search, full_config),
                 lambda: _search_summary(evaluator, states, key_search, fast_config),
@@ -344,10 +349,8 @@ def _play(
         resigned = jnp.where(resign_now, to_play, resigned)
         would_resign = jnp.where(hopeless & no_resign & (would_resign == 0), to_play, would_resign)
         moves = active & ~resign_now
-        if root_scorer is None:
+        if not scored:
             root_score = jnp.zeros((batch,), jnp.float32)
-        else:
-            root_score = root_scorer(states).astype(jnp.float32)
         states = _select(moves, jax.vmap(gojax.play)(states, action), states)
         record = dict(
             inputs=inputs,
@@ -397,7 +400,7 @@ def _play(
     )
 
 
-_play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config", "score_fn"))
+_play_jit = jax.jit(_play, static_argnames=("evaluator_fn", "encode_fn", "config"))
 
 GAMES_AXIS = "games"
 
@@ -416,9 +419,7 @@ def selfplay_devices(config: SelfPlayConfig) -> list[jax.Device]:
 
 
 @functools.cache
-def _sharded_play(
-    evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tuple, score_fn=None
-) -> Callable:
+def _sharded_play(evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tuple) -> Callable:
     """``_play`` over ``len(devices)`` shards of the games, one per device, as one jitted
     ``shard_map``: no communication, each device runs the single-device program on its
     games. Outputs are global arrays split along the games axis."""
@@ -434,7 +435,7 @@ def _sharded_play(
     )
 
     def play_shard(variables, keys):  # keys [1]: this shard's key
-        return _play(evaluator_fn, encode_fn, variables, keys[0], shard, score_fn)
+        return _play(evaluator_fn, encode_fn, variables, keys[0], shard)
 
     # check_vma=False: with the check, shard_map would want the search's loop carries
     # marked as varying over the games axis (lax.pcast); every value here is per device.
@@ -455,7 +456,6 @@ def play_games(
     variables: Any,
     key: jax.Array,
     config: SelfPlayConfig,
-    score_fn: ScoreFn | None = None,
 ) -> tuple[Trajectories, dict[str, float]]:
     """Play ``config.num_games`` games of self-play in one jitted scan.
 
@@ -469,9 +469,6 @@ def play_games(
       variables: the network variables (any pytree; None for a net-free evaluator).
       key: PRNG key, consumed.
       config: a :class:`SelfPlayConfig`.
-      score_fn: ``variables -> (states [B] -> score lead [B])`` for the player to
-        move, recorded at every root as ``root_score`` (the per-move estimate of the
-        ``td_score`` targets); None records zeros. Static, as ``evaluator_fn``.
 
     Returns:
       ``(trajectories, stats)``: :class:`Trajectories` on the device(s) (split along the
@@ -481,11 +478,11 @@ def play_games(
     start = time.perf_counter()
     devices = selfplay_devices(config)
     if len(devices) == 1:
-        traj = _play_jit(evaluator_fn, encode_fn, variables, key, config, score_fn)
+        traj = _play_jit(evaluator_fn, encode_fn, variables, key, config)
     else:
         # One key per shard; with one device the key is used as given (same games as ever).
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(len(devices)))
-        play = _sharded_play(evaluator_fn, encode_fn, config, tuple(devices), score_fn)
+        play = _sharded_play(evaluator_fn, encode_fn, config, tuple(devices))
         traj = play(variables, keys)
     traj = jax.block_until_ready(traj)
     return traj, selfplay_stats(traj, time.perf_counter() - start)

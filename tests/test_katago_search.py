@@ -1,0 +1,152 @@
+"""KataGo's PUCT (``SearchConfig(kind="katago")``): its arithmetic, checked against a NumPy
+transcription of KataGo's formulas on real trees, and known best moves."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import numpy as np
+import pytest
+from boards import fast_jit, position
+from test_search import (
+    CAPTURE,
+    CAPTURE_MOVE,
+    ENDING,
+    ENDING_MOVE,
+    SAVE,
+    SAVE_MOVE,
+    batch,
+    legal_in_tree,
+    walk_edges,
+)
+from test_search_scores import scoring_evaluator
+
+import gojax
+from gojax import _selection
+from gojax.search import SearchConfig, search, uniform_evaluator
+
+UNIFORM = uniform_evaluator()
+
+
+@functools.cache
+def searcher(evaluator, config: SearchConfig):
+    return fast_jit(functools.partial(search, evaluator, config=config))
+
+
+def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarray:
+    """KataGo's selection values of ``node``'s children, transcribed from its C++ with NumPy
+    (float64); illegal children -inf."""
+    t = jax.tree.map(lambda x: np.asarray(x[game], np.float64), tree)
+    logits = t.children_prior_logits[node]
+    legal = logits > _selection.ILLEGAL_THRESHOLD
+    prior = np.where(legal, np.exp(logits - logits[legal].max()), 0.0)
+    prior /= prior.sum()
+    n = t.children_visits[node]
+    q = t.children_rewards[node] + t.children_discounts[node] * t.children_values[node]
+    total = n.sum()
+    # getFpuValueForChildrenAssumeVisited
+    visits, utility = t.node_visits[node], t.node_values[node]
+    if visits <= 1:
+        stdev = 0.4
+    else:
+        sq = max(t.node_value_squares[node], utility**2)
+        pooled = ((utility**2 + 0.16) * 2.0 + sq * visits) / (2.0 + visits - 1.0)
+        stdev = math.sqrt(max(0.0, pooled - utility**2))
+    factor = 1.0 + 0.85 * (stdev / 0.4 - 1.0)
+    mass = prior[n > 0].sum()
+    weight = min(1.0, mass**2.0)
+    parent = weight * utility + (1 - weight) * t.raw_values[node]
+    fpu = parent - (root_reduction if node == 0 else 0.2) * math.sqrt(mass)
+    # getExploreScaling, getExploreSelectionValue
+    cpuct = 1.0 + 0.45 * math.log((total + 500.0) / 500.0)
+    scaling = cpuct * math.sqrt(total + 0.01) * factor
+    value = np.where(n > 0, q, fpu)
+    return np.where(legal, value + scaling * prior / (1.0 + n), -np.inf)
+
+
+def test_selection_matches_katago_formulas_at_every_node():
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=8), 2)
+    config = SearchConfig(kind="katago", num_simulations=64, dirichlet_fraction=0.0)
+    tree = searcher(scoring_evaluator, config)(states, jax.random.key(0)).tree
+    select = fast_jit(
+        lambda t, b, node: _selection.katago_puct(
+            jax.random.key(1), jax.tree.map(lambda x: x[b], t), node, node, root_fpu_reduction=0.1
+        )
+    )
+    checked = 0
+    for b in range(2):
+        visited = np.flatnonzero(np.asarray(tree.node_visits[b]) > 1)
+        for node in visited:
+            if bool(tree.embeddings.terminated[b, node]):
+                continue
+            scores = katago_scores(tree, b, int(node), 0.1)
+            best = np.flatnonzero(scores >= scores.max() - 1e-5)
+            assert int(select(tree, b, int(node))) in best, (b, node)
+            checked += 1
+    assert checked > 10
+
+
+def test_a_winning_capture_draws_the_visits():
+    """With a uniform value 0, the capture that wins at once backs up wins, and first-play
+    urgency keeps the other moves from drawing more than their share."""
+    states = batch(position(**CAPTURE), 2)
+    config = SearchConfig(kind="katago", num_simulations=40, temperature_moves=0)
+    out = searcher(UNIFORM, config)(states, jax.random.key(2))
+    visits = np.asarray(out.visit_counts)
+    assert visits.sum(axis=1).tolist() == [40, 40]
+    assert np.all(visits[:, CAPTURE_MOVE] > visits.sum(axis=1) / 2)
+
+
+@pytest.mark.parametrize(
+    "setup, move, simulations",
+    [
+        (CAPTURE, CAPTURE_MOVE, 32),
+        (dict(SAVE, max_moves=2), SAVE_MOVE, 64),
+        (dict(SAVE, max_moves=4), SAVE_MOVE, 256),
+        (ENDING, ENDING_MOVE, 256),
+    ],
+)
+def test_finds_the_only_winning_move(setup, move, simulations):
+    states = batch(position(**setup), 4)
+    config = SearchConfig(
+        kind="katago", num_simulations=simulations, dirichlet_fraction=0.0, temperature_moves=0
+    )
+    out = searcher(UNIFORM, config)(states, jax.random.key(3))
+    np.testing.assert_array_equal(out.action, move)
+    assert np.all(np.asarray(out.q_values)[:, move] > 0.0)
+
+
+def test_no_illegal_edge_with_root_noise():
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=10), 3)
+    config = SearchConfig(kind="katago", num_simulations=96, dirichlet_fraction=0.25)
+    out = searcher(scoring_evaluator, config)(states, jax.random.key(4))
+    legal = legal_in_tree(out.tree)
+    edges = list(walk_edges(out.tree))
+    assert len(edges) > 100
+    for b, parent, action, _ in edges:
+        assert legal[b, parent, action], (b, parent, action)
+
+
+def test_tree_reuse_continues_a_katago_search():
+    from gojax.search import reuse_subtree
+
+    states = batch(gojax.new_game(5, komi=0.5), 2)
+    config = SearchConfig(kind="katago", num_simulations=32, dirichlet_fraction=0.0)
+    first = searcher(scoring_evaluator, config)(states, jax.random.key(5))
+    after = jax.vmap(gojax.play)(states, first.action)
+    kept = fast_jit(reuse_subtree)(first.tree, first.action)
+    carried = np.asarray(kept.node_visits[:, 0])
+    assert np.all(carried >= 1)
+    out = fast_jit(functools.partial(search, scoring_evaluator, config=config))(
+        after, jax.random.key(6), tree=kept
+    )
+    np.testing.assert_array_equal(np.asarray(out.simulations), 33 - carried)
+    assert np.all(np.asarray(out.tree.node_visits[:, 0]) == 33)
+
+
+def test_katago_kind_is_checked():
+    with pytest.raises(ValueError, match="forced_playouts"):
+        SearchConfig(kind="katago", forced_playouts=2.0)
+    assert SearchConfig(kind="katago", lcb_selection=True).lcb_selection  # as KataGo plays
