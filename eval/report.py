@@ -780,7 +780,7 @@ def _plot_strength(matches, path: Path) -> None:
     )  # fmt: skip
     ax.axvline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlim(0, 1)
-    ax.set_xlabel("engine A's win rate (95% Wilson interval; games in brackets)")
+    ax.set_xlabel("engine A's win rate (95% Wilson interval)")
     ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(path, dpi=100)

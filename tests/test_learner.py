@@ -99,10 +99,14 @@ def test_one_step_end_to_end(preset):
     def encode_and_evaluate(variables, states, key):
         return encode(spec, states), evaluator(spec, module, variables)(states, key)
 
-    inputs, (logits, value) = encode_and_evaluate(variables0, states, jax.random.PRNGKey(0))
+    inputs, (logits, value, *score) = encode_and_evaluate(variables0, states, jax.random.PRNGKey(0))
     out = jax.jit(lambda v, x: forward(spec, module, v, x, train=False))(variables0, inputs)
     np.testing.assert_allclose(logits, out["policy_logits"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(value, out["value"], rtol=1e-6, atol=1e-6)
+    # KataGo nets also give the search their score lead; the others no score.
+    assert len(score) == int(spec.is_katago)
+    if score:
+        np.testing.assert_allclose(score[0], out["score_lead"], rtol=1e-6, atol=1e-5)
     assert out["policy_logits"].shape == (n, SIZE * SIZE + 1)
     assert out["value"].shape == (n,)
     assert np.all(np.abs(out["value"]) <= 1.0)
