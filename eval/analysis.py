@@ -755,10 +755,8 @@ class AnalysisEngine:
         for i, plies in enumerate(avoids):
             if plies is not None:
                 avoid[i] = plies
-        from gojax.evaluate import has_score_head
         from gojax.search import SearchConfig
 
-        scored = has_score_head(self.model.output_spec)
         config = SearchConfig(
             kind="puct",
             num_simulations=visits - 1,
@@ -780,9 +778,7 @@ class AnalysisEngine:
         results = []
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
-            analysis = search_analysis(
-                host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1, search_scores=scored
-            )
+            analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
             pv_visits = tuple(_pv_visits(host.tree, i, move.pv) for move in analysis.moves)
             results.append(_Result(analysis, row, mover, searched=True, pv_visits=pv_visits))
         return results

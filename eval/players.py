@@ -442,7 +442,7 @@ class SearchPlayer:
         rollout_weights: Any = None,
         lcb: bool = False,
     ) -> None:
-        from gojax.evaluate import check_symmetry, has_score_head
+        from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
 
         if search not in SEARCH_KINDS:
@@ -491,7 +491,6 @@ class SearchPlayer:
             max_listed=max_listed,
             time_factor=time_factor,
         )
-        self.search_scores = has_score_head(model.output_spec)
 
     def _setup(
         self, model, *, name, board_sizes, symmetry, config, functions, max_listed, time_factor
@@ -581,9 +580,7 @@ class SearchPlayer:
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key_eval)
-        return search_analysis(
-            host, 0, listed, out, int(state.to_play), search_scores=self.search_scores
-        )
+        return search_analysis(host, 0, listed, out, int(state.to_play))
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
@@ -684,7 +681,6 @@ class UCTPlayer(SearchPlayer):
             max_listed=max_listed,
             time_factor=time_factor,
         )
-        self.search_scores = False  # rollouts give no score: only finished games would
 
     def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:
         from gojax.uct import rollout_moves
@@ -804,9 +800,11 @@ def search_analysis(
     mover: int,
     *,
     pv_length: int = 24,
-    search_scores: bool = True,
 ) -> Analysis:
     """The :class:`Analysis` of game ``index`` of a host-side ``SearchOutput``.
+
+    Win rates and score leads (the root's and each visited move's) are the
+    search's means, as KataGo reports them; ``lcb`` is KataGo's bound on them.
 
     Args:
       host: ``jax.device_get`` of a ``gojax.search.SearchOutput`` (its tree
@@ -816,9 +814,6 @@ def search_analysis(
         listed move (row ``1 + i``): ``[1 + K, ...]`` arrays, ``K >= len(listed)``.
       mover: the player to move at the root, +1 black, -1 white.
       pv_length: longest principal variation, first move included.
-      search_scores: score leads from the search's means (KataGo's ``scoreLead``;
-        the evaluator gave scores), else from ``out`` (nets without a score head
-        report 0 there).
     """
     from gojax.search import lower_confidence_bounds, principal_variation
 
@@ -831,13 +826,10 @@ def search_analysis(
     bounds = np.where(visits > 0, np.clip(bounds, 0.0, 1.0), 0.0)
 
     def lead(i: int, a: int) -> float:  # the mover's lead after listed move i, action a
-        if search_scores and visits[a] > 0:
+        if visits[a] > 0:  # the search's mean (0 for nets without a score head, and UCT)
             return _finite(float(host.score_values[index, a]))
         return _finite(float(out["white_lead"][1 + i]) * -mover)
 
-    root_lead = float(out["white_lead"][0]) * -mover
-    if search_scores:
-        root_lead = float(host.root_score[index])
     moves = tuple(
         MoveInfo(
             action=a,
@@ -856,7 +848,7 @@ def search_analysis(
         moves=moves,
         visits=int(visits.sum()) + 1,
         winrate=(root_value + 1.0) / 2.0,
-        score_lead=_finite(root_lead),
+        score_lead=_finite(float(host.root_score[index])),
         score_stdev=_finite(float(out["score_stdev"][0])),
         ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
     )

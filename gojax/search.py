@@ -257,9 +257,9 @@ class SearchOutput:
     #   [-1, 1]; 0 where unvisited
     root_value: jax.Array  # [B] float32: the root's search value for the player to move
     root_score: jax.Array  # [B] float32: the root's mean score (points) for the player to
-    #   move; 0 with an evaluator without scores
+    #   move; 0 if the evaluator gives no score (finished games alone would not make one)
     score_values: jax.Array  # [B, A] float32: root children's mean scores for the player to
-    #   move; 0 where unvisited
+    #   move; 0 where unvisited, and with an evaluator without scores
     q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
     tree: Tree  # [B, N] the mctx tree; embeddings are the GoStates of the nodes
@@ -376,6 +376,11 @@ def _where(mask: jax.Array, new: Any, old: Any) -> Any:
         return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)), a, b)
 
     return jax.tree.map(pick, new, old)
+
+
+def gives_scores(evaluator: Evaluator, states: GoState, key: jax.Array) -> bool:
+    """Whether ``evaluator`` returns a score (found by tracing it; nothing runs)."""
+    return len(jax.eval_shape(lambda s: evaluator(s, key), states)) == 3
 
 
 def evaluate_with_score(
@@ -953,6 +958,7 @@ def search(
     )
 
     stats = root_stats(tree)
+    scored = gives_scores(evaluator, states, key_root)
     visits = stats.visits
     explore = states.move_number < config.temperature_moves  # [B]
     greedy = _greedy(visits, stats.q, invalid)
@@ -1000,8 +1006,8 @@ def search(
         visit_counts=visits,
         q_values=stats.q,
         root_value=stats.value,
-        root_score=stats.root_score,
-        score_values=stats.score,
+        root_score=jnp.where(scored, stats.root_score, 0.0),
+        score_values=jnp.where(scored, stats.score, 0.0),
         q_stdev=stats.q_stdev,
         simulations=simulations,
         tree=tree,

@@ -175,6 +175,8 @@ def test_evaluators_without_scores_give_zero_scores():
     finished = np.asarray(out.tree.embeddings.terminated) & (np.asarray(out.tree.node_visits) > 0)
     assert np.any(finished)  # premise
     assert np.any(np.asarray(out.tree.node_scores)[finished] != 0.0)
+    # Reported, a mean of zeros and a few final counts would mean nothing: zeros.
+    assert not np.any(np.asarray(out.root_score)) and not np.any(np.asarray(out.score_values))
     for game in range(2):
         assert check_backup_identities(out.tree, game, formula=_nothing) > 3
 

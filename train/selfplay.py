@@ -297,11 +297,6 @@ def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     return out.action, weights, out.root_value, best_q, out.root_score
 
 
-def _gives_scores(evaluator: Evaluator, states, key) -> bool:
-    """Whether ``evaluator`` returns a score (found by tracing it, nothing runs)."""
-    return len(jax.eval_shape(lambda s: evaluator(s, key), states)) == 3
-
-
 def _play(
     evaluator_fn: EvaluatorFn,
     encode_fn: EncodeFn,
@@ -313,8 +308,6 @@ def _play(
     key_resign, key_steps = jax.random.split(key)
     evaluator = evaluator_fn(variables)
     states = jax.vmap(lambda _: config.new_game())(jnp.arange(batch))
-    # Without an evaluator's score only finished games in a tree would carry one.
-    scored = _gives_scores(evaluator, states, key_steps)
     no_resign = jax.random.uniform(key_resign, (batch,)) < config.no_resign_fraction
     full_config = config.search
     fast_config = None
@@ -349,8 +342,6 @@ def _play(
         resigned = jnp.where(resign_now, to_play, resigned)
         would_resign = jnp.where(hopeless & no_resign & (would_resign == 0), to_play, would_resign)
         moves = active & ~resign_now
-        if not scored:
-            root_score = jnp.zeros((batch,), jnp.float32)
         states = _select(moves, jax.vmap(gojax.play)(states, action), states)
         record = dict(
             inputs=inputs,
