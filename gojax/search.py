@@ -159,7 +159,7 @@ class SearchConfig:
         no filling of one's own single-point eyes, pass only after the
         opponent's pass or when nothing else is left) -- what keeps small
         self-play runs from settling into early passes.
-      lcb_selection: KataGo's ``useLcbForSelection``, PUCT and UCT: the move played
+      lcb_selection: KataGo's ``useLcbForSelection``, any kind but Gumbel: the move played
         without temperature is, among the root moves with at least
         ``lcb_min_visit_fraction`` of the most visited one's visits, the one
         with the highest lower confidence bound on its value
@@ -213,7 +213,7 @@ class SearchConfig:
         if not self.forced_playouts >= 0.0:
             raise ValueError(f"forced_playouts must be >= 0, not {self.forced_playouts}")
         if self.lcb_selection and self.kind == "gumbel":
-            raise ValueError("lcb_selection needs kind='puct' or 'uct' (Gumbel picks its own move)")
+            raise ValueError("lcb_selection does not apply to kind='gumbel' (it picks its move)")
         if not 0.0 <= self.lcb_min_visit_fraction <= 1.0:
             raise ValueError(
                 f"lcb_min_visit_fraction must be in [0, 1], not {self.lcb_min_visit_fraction}"
@@ -262,7 +262,8 @@ class SearchOutput:
     #   move; 0 where unvisited, and with an evaluator without scores
     q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
-    tree: Tree  # [B, N] the mctx tree; embeddings are the GoStates of the nodes
+    tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
+    #   are the GoStates of the nodes
 
 
 # ----------------------------------------------------------------------------
