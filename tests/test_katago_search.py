@@ -19,6 +19,7 @@ from test_search import (
     SAVE_MOVE,
     batch,
     legal_in_tree,
+    searcher,
     walk_edges,
 )
 from test_search_scores import scoring_evaluator
@@ -28,11 +29,6 @@ from gojax import _selection
 from gojax.search import SearchConfig, search, uniform_evaluator
 
 UNIFORM = uniform_evaluator()
-
-
-@functools.cache
-def searcher(evaluator, config: SearchConfig):
-    return fast_jit(functools.partial(search, evaluator, config=config))
 
 
 def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarray:

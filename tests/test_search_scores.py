@@ -10,14 +10,13 @@ games inside, whose score is the rules' count).
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from boards import fast_jit, jit_play, new_game, position
 from reference import reference_path
+from test_search import batch, searcher
 
 import gojax
 from gojax.search import (
@@ -25,7 +24,6 @@ from gojax.search import (
     katago_evaluator,
     reuse_subtree,
     root_stats,
-    search,
     uniform_evaluator,
 )
 
@@ -46,15 +44,6 @@ def scoring_evaluator(states: gojax.GoState, key: jax.Array):
     logits = jax.random.normal(key, (states.to_play.shape[0], states.num_actions))
     value, score = _formula(states)
     return logits, value, score
-
-
-@functools.cache
-def searcher(evaluator, config: SearchConfig):
-    return fast_jit(functools.partial(search, evaluator, config=config))
-
-
-def batch(state: gojax.GoState, n: int) -> gojax.GoState:
-    return jax.tree.map(lambda x: jnp.stack([x] * n), state)
 
 
 def _nothing(states: gojax.GoState):
