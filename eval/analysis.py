@@ -430,7 +430,11 @@ class AnalysisEngine:
         compiled programs, at the cost of padding small batches.
       report_as: default perspective of win rates, scores and ownership.
       moves_listed: most candidate moves reported per position.
-      c_puct: PUCT exploration constant of the search.
+      c_puct: PUCT exploration constant of the search (``search="puct"``).
+      search: ``"puct"`` (AlphaGo Zero's, through mctx) or ``"katago"`` (KataGo's
+        PUCT on its utility, ``gojax.search.SearchConfig(kind="katago")``).
+      score_utility: with ``search="katago"``, weigh the score as KataGo does;
+        False: on the win-loss value alone.
       seed: for random symmetries.
       replay_cache: most games kept after their replay, so that a query whose
         moves extend one replays only the new moves (``eval.replay_cache``);
@@ -456,6 +460,8 @@ class AnalysisEngine:
         replay_cache: int = 1024,
         root_policy_optimism: float | None = None,
         policy_optimism: float | None = None,
+        search: str = "puct",
+        score_utility: bool = True,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
         from gojax.evaluate import check_symmetry
@@ -468,6 +474,12 @@ class AnalysisEngine:
             raise ValueError("batch_size, min_batch and moves_listed must be positive")
         if replay_cache < 0:
             raise ValueError(f"replay_cache must be >= 0, not {replay_cache}")
+        if search not in ("puct", "katago"):
+            raise ValueError(f"search must be 'puct' or 'katago', not {search!r}")
+        if not score_utility and search != "katago":
+            raise ValueError("only the katago search weighs scores: nothing to turn off")
+        self.search = search
+        self.score_utility = bool(score_utility)
         self.model = model
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
@@ -758,11 +770,12 @@ class AnalysisEngine:
         from gojax.search import SearchConfig
 
         config = SearchConfig(
-            kind="puct",
+            kind=self.search,
             num_simulations=visits - 1,
             pb_c_init=self.c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
+            **({} if self.score_utility else dict(static_score_utility=0, dynamic_score_utility=0)),
         )
         host = jax.device_get(
             self._search(self.model.variables, roots, key_search, config, jnp.asarray(avoid))
@@ -909,9 +922,11 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         replay_cache=args.replay_cache,
         root_policy_optimism=args.root_policy_optimism,
         policy_optimism=args.policy_optimism,
+        search=args.search,
+        score_utility=not args.no_score_utility,
     )
     print(
-        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, "
+        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search, "
         f"{args.visits_default} visits by default, batches of up to {args.batch_size}; ready",
         file=sys.stderr,
         flush=True,
@@ -971,7 +986,21 @@ def register(commands) -> None:
     parser.add_argument(
         "--moves-listed", type=_positive, default=16, help="most moves reported per position"
     )
-    parser.add_argument("--c-puct", type=float, default=1.25, help="PUCT exploration constant")
+    parser.add_argument(
+        "--c-puct", type=float, default=1.25, help="PUCT exploration constant (--search puct)"
+    )
+    parser.add_argument(
+        "--search",
+        choices=("puct", "katago"),
+        default="puct",
+        help="puct (AlphaGo Zero's, default) or katago (KataGo's PUCT on its utility, the "
+        "win-loss value plus a score term)",
+    )
+    parser.add_argument(
+        "--no-score-utility",
+        action="store_true",
+        help="--search katago: search on the win-loss value alone",
+    )
     add_policy_optimism_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
     parser.add_argument(

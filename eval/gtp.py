@@ -677,6 +677,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 rollouts=args.rollouts,
                 rollout_weights=_rollout_weights(args),
                 lcb=args.lcb,
+                score_utility=not args.no_score_utility,
             )
         else:
             if args.rollout_policy:
@@ -733,9 +734,15 @@ def register(commands) -> None:
         choices=("puct", "katago", "gumbel"),
         default="puct",
         help="the network's tree search (--player search): puct (AlphaGo Zero, default), "
-        "katago (KataGo's PUCT: raw values, first-play urgency reduction, exploration that "
-        "grows with visits and the values' spread) or gumbel (Gumbel MuZero's sequential "
-        "halving over a few root moves)",
+        "katago (KataGo's PUCT on KataGo's utility, the value plus a score term: "
+        "first-play urgency reduction, exploration that grows with visits and the "
+        "utilities' spread) or gumbel (Gumbel MuZero's sequential halving over a few root "
+        "moves)",
+    )
+    gtp.add_argument(
+        "--no-score-utility",
+        action="store_true",
+        help="--search katago: search on the win-loss value alone, without KataGo's score utility",
     )
     gtp.add_argument(
         "--lcb",

@@ -422,6 +422,10 @@ class SearchPlayer:
     ``lcb``: play the move KataGo's ``useLcbForSelection`` plays (not Gumbel):
     the best lower confidence bound on the value among the root moves with at
     least 15% of the most visits (``SearchConfig.lcb_selection``).
+
+    ``score_utility``: with ``search="katago"``, weigh the score as KataGo
+    does (``SearchConfig.static_score_utility`` / ``dynamic_score_utility``,
+    for nets with a score head); False searches on the win-loss value alone.
     """
 
     def __init__(
@@ -441,6 +445,7 @@ class SearchPlayer:
         rollouts: int = 1,
         rollout_weights: Any = None,
         lcb: bool = False,
+        score_utility: bool = True,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -456,6 +461,8 @@ class SearchPlayer:
             raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
         if lcb and search == "gumbel":
             raise ValueError("lcb move selection needs a PUCT search (Gumbel picks its own move)")
+        if not score_utility and search != "katago":
+            raise ValueError("only the katago search weighs scores: nothing to turn off")
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
             kind=search,
@@ -466,12 +473,14 @@ class SearchPlayer:
             gumbel_scale=float(gumbel_scale),
             max_num_considered_actions=int(considered or auto_considered(visits)),
             lcb_selection=bool(lcb),
+            **({} if score_utility else dict(static_score_utility=0.0, dynamic_score_utility=0.0)),
         )
         prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
         mixed += " of the fast policy" if fast else ""
         mixed += optimism_label(optimism)
         mixed += ", LCB move" if lcb else ""
+        mixed += ", value only" if not score_utility else ""
         functions = _search_functions(
             model,
             symmetry,

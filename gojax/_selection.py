@@ -100,32 +100,36 @@ KATAGO_FPU_PARENT_POW = 2.0  # fpuParentWeightByVisitedPolicyPow
 
 
 def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> jax.Array:
-    """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw values.
+    """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw utilities.
 
-    ``Q + c(N) * sqrt(N + 0.01) * f * P / (1 + n)`` over the children, with
+    ``U + c(N) * sqrt(N + 0.01) * f * P / (1 + n)`` over the children, with
 
-    * ``Q`` the child's mean value for the player to move, in [-1, 1] (not
-      normalised as mctx's is); an unvisited child gets *first-play urgency*
+    * ``U`` the child's mean utility for the player to move (its value plus
+      its score utility, ``gojax._tree_reuse.Tree``; not normalised as
+      mctx's Q is); an unvisited child gets *first-play urgency*
       ``V - r * sqrt(m)``: ``m`` the prior mass of the visited children, ``r``
-      0.2 (``root_fpu_reduction`` at the root), ``V`` the node's value pulled
-      toward its own first evaluation while little of the prior has been
-      visited (weight ``min(1, m**2)`` on the mean);
+      0.2 (``root_fpu_reduction`` at the root), ``V`` the node's utility
+      pulled toward its own first evaluation's while little of the prior has
+      been visited (weight ``min(1, m**2)`` on the mean);
     * ``c(N) = 1 + 0.45 * log((N + 500) / 500)``, ``N`` the children's visits;
     * ``f = 1 + 0.85 * (s / 0.4 - 1)``: ``s`` the standard deviation of the
-      values seen below the node, shrunk toward 0.4 with the weight of two
+      utilities seen below the node, shrunk toward 0.4 with the weight of two
       visits -- noisy positions explore more, settled ones less.
 
-    KataGo's utility adds score terms and weights playouts; here the value is
-    the win-loss value alone, each playout counts once.
+    KataGo also weights playouts by their uncertainty; here each counts once.
     """
     visits = tree.children_visits[node]
     priors = jax.nn.softmax(tree.children_prior_logits[node])
     q = tree.children_rewards[node] + tree.children_discounts[node] * tree.children_values[node]
+    # A child's score utility is for its own mover: negated for this node's.
+    children = tree.children_index[node]
+    child_utility = tree.node_score_utilities[jnp.maximum(children, 0)]
+    q = q - jnp.where(children >= 0, child_utility, 0.0)
     total = jnp.sum(visits).astype(jnp.float32)
-    # The spread of the node's values, with KataGo's prior.
+    # The spread of the node's utilities, with KataGo's prior.
     weight = tree.node_visits[node].astype(jnp.float32)
-    mean = tree.node_values[node]
-    mean_sq = jnp.maximum(tree.node_value_squares[node], mean**2)
+    mean = tree.node_values[node] + tree.node_score_utilities[node]
+    mean_sq = jnp.maximum(tree.node_utility_squares[node], mean**2)
     prior_var = KATAGO_STDEV_PRIOR**2
     pooled = ((mean**2 + prior_var) * KATAGO_STDEV_PRIOR_WEIGHT + mean_sq * weight) / (
         KATAGO_STDEV_PRIOR_WEIGHT + weight - 1.0
@@ -139,7 +143,8 @@ def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> j
     # First-play urgency.
     visited_mass = jnp.sum(jnp.where(visits > 0, priors, 0.0))
     blend = jnp.minimum(1.0, visited_mass**KATAGO_FPU_PARENT_POW)
-    parent = blend * mean + (1.0 - blend) * tree.raw_values[node]
+    raw = tree.raw_values[node] + tree.raw_score_utilities[node]
+    parent = blend * mean + (1.0 - blend) * raw
     reduction = jnp.where(depth == 0, root_fpu_reduction, KATAGO_FPU_REDUCTION)
     fpu = parent - reduction * jnp.sqrt(visited_mass)
     value = jnp.where(visits > 0, q, fpu)

@@ -27,26 +27,37 @@ import numpy as np
 
 @chex.dataclass(frozen=True)
 class Tree(mctx.Tree):
-    """mctx's tree and two more node statistics that gojax's search backs up, ``[B, N]``.
+    """mctx's tree and the node statistics that gojax's search also backs up, ``[B, N]``.
 
     mctx keeps one number per node, the mean value. An analysis wants the
     mean final score below a move (KataGo's ``scoreLead`` is such a mean, not
     one network evaluation) and how much the values under a move disagree
-    (for a lower confidence bound); both are averaged over the same visits
-    as ``node_values``, by the same backup.
+    (for a lower confidence bound); KataGo's search also weighs the score
+    (``gojax._utility``). All are averaged over the same visits as
+    ``node_values``, by the same backup.
+
+    A node's *utility* is ``node_values + node_score_utilities``: the value,
+    plus KataGo's score utility under ``SearchConfig(kind="katago")`` (0 under
+    every other kind, where the utility is the value).
 
     Attributes (besides mctx's):
       node_scores: mean score in points for the player to move at the node:
         the evaluator's score at a leaf (0 from evaluators without one), the
         rules' count at a finished game, each negated once per ply on the
         way up.
-      node_value_squares: mean of the squared values backed up through the
-        node (the samples ``node_values`` averages), so that ``node_value_squares
-        - node_values ** 2`` is their variance.
+      node_score_utilities: mean score utility for the player to move at the
+        node, negated once per ply as scores are.
+      raw_score_utilities: the score utility of the node's own evaluation
+        (``raw_values``' counterpart).
+      node_utility_squares: mean of the squared utilities backed up through
+        the node, so that ``node_utility_squares - utility ** 2`` is their
+        variance.
     """
 
     node_scores: chex.Array
-    node_value_squares: chex.Array
+    node_score_utilities: chex.Array
+    raw_score_utilities: chex.Array
+    node_utility_squares: chex.Array
 
 
 class RootStats(NamedTuple):
@@ -59,9 +70,12 @@ class RootStats(NamedTuple):
     value: jax.Array  # [B] float32: the root's search value for the player to move
     score: jax.Array  # [B, A] float32: mean score (points) of each child for the player to
     #   move at the root; 0 where unvisited
-    q_stdev: jax.Array  # [B, A] float32: standard deviation of the values averaged into q
-    #   (0 for an unvisited child or a finished game's)
+    q_stdev: jax.Array  # [B, A] float32: standard deviation of the utilities averaged into
+    #   ``utility`` (of q itself unless the search weighs scores; 0 for an unvisited child or
+    #   a finished game's)
     root_score: jax.Array  # [B] float32: the root's mean score for the player to move
+    utility: jax.Array  # [B, A] float32: mean utility of each child for the player to move
+    #   at the root: q plus its score utility (see Tree); q where the search weighs no score
 
 
 def root_stats(tree: Tree) -> RootStats:
@@ -80,13 +94,22 @@ def root_stats(tree: Tree) -> RootStats:
         return jnp.where((visits > 0) & (children >= 0), got, 0.0)
 
     # A child's value and score are from its own mover's view: the root's mover sees
-    # them negated. Its values' variance is the same from either side; a finished game
-    # (discount 0) is one fixed result.
+    # them negated. Its utilities' variance is the same from either side; a finished
+    # game (discount 0) is one fixed result.
     score = -child(tree.node_scores)
-    variance = child(tree.node_value_squares) - child(tree.node_values) ** 2
+    utility = q - child(tree.node_score_utilities)
+    mean = child(tree.node_values) + child(tree.node_score_utilities)
+    variance = child(tree.node_utility_squares) - mean**2
     q_stdev = jnp.sqrt(jnp.maximum(variance, 0.0)) * jnp.abs(discounts)
     return RootStats(
-        visits, q, prior, tree.node_values[:, root], score, q_stdev, tree.node_scores[:, root]
+        visits,
+        q,
+        prior,
+        tree.node_values[:, root],
+        score,
+        q_stdev,
+        tree.node_scores[:, root],
+        utility,
     )
 
 
@@ -167,7 +190,9 @@ def _reroot(tree: Tree, action: jax.Array) -> Tree:
         raw_values=take(tree.raw_values, 0.0),
         node_values=take(tree.node_values, 0.0),
         node_scores=take(tree.node_scores, 0.0),
-        node_value_squares=take(tree.node_value_squares, 0.0),
+        node_score_utilities=take(tree.node_score_utilities, 0.0),
+        raw_score_utilities=take(tree.raw_score_utilities, 0.0),
+        node_utility_squares=take(tree.node_utility_squares, 0.0),
         parents=parents,
         action_from_parent=action_from_parent,
         children_index=take(renumber(tree.children_index), Tree.UNVISITED),

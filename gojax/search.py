@@ -4,11 +4,15 @@ The search is network-agnostic: it calls an *evaluator*
 
     evaluator(states: GoState [B], key) -> (prior_logits [B, A], value [B])
                                          or (prior_logits, value, score [B])
+                  or (prior_logits, value, score, score_mean [B], score_stdev [B])
 
 with ``A = P + 1`` actions (pass last), ``value`` in [-1, 1] and ``score``
-(the expected final margin in points, for nets with a score head) for the
-player to move. :func:`katago_evaluator`, :func:`agz_evaluator` and
-:func:`uniform_evaluator` build one; ``gojax.uct`` adds random rollouts and
+(the expected final margin in points, for nets with a score head: what the
+search reports) for the player to move; ``score_mean`` and ``score_stdev``
+are the net's distribution of that margin (KataGo's ``scoreMean`` and its
+deviation), from which ``kind="katago"`` takes KataGo's score utility.
+:func:`katago_evaluator`, :func:`agz_evaluator` and :func:`uniform_evaluator`
+build one; ``gojax.uct`` adds random rollouts and
 AlphaGo's mixed value. An evaluator closing over network variables is built
 inside the jitted function that uses it, so that the variables are traced
 rather than baked into the program::
@@ -25,9 +29,11 @@ Kinds (``SearchConfig.kind``):
 * ``"gumbel"``: Gumbel MuZero (``mctx.gumbel_muzero_policy``): sequential
   halving with Gumbel noise at the root, the deterministic improved-policy
   rule below it;
-* ``"katago"``: KataGo's PUCT (``gojax._selection.katago_puct``): raw values,
-  first-play urgency reduction, an exploration constant that grows with
-  visits and with the spread of the node's values; root noise as ``"puct"``;
+* ``"katago"``: KataGo's PUCT (``gojax._selection.katago_puct``) on KataGo's
+  utility (the value plus a score term, ``gojax._utility``, when the
+  evaluator gives a score distribution): first-play urgency reduction, an
+  exploration constant that grows with visits and with the spread of the
+  node's utilities; root noise as ``"puct"``;
 * ``"uct"``: UCB1, the classical rule (no prior), for rollout-based MCTS.
 
 Why our own simulation loop: mctx's ``search`` always builds a fresh tree,
@@ -44,10 +50,11 @@ expanding below it. On a fresh tree whose simulations reach no finished game
 it builds exactly the tree ``mctx.muzero_policy`` / ``gumbel_muzero_policy``
 build (tested).
 
-Besides mctx's mean value, every node keeps the mean score and the mean
-squared value of its visits (``gojax._tree_reuse.Tree``): what an analysis
-reports per move (KataGo's ``scoreLead`` is the search's mean, not one
-evaluation) and the spread behind a lower confidence bound.
+Besides mctx's mean value, every node keeps the mean score, the mean score
+utility and the mean squared utility of its visits
+(``gojax._tree_reuse.Tree``): what an analysis reports per move (KataGo's
+``scoreLead`` is the search's mean, not one evaluation), what KataGo's
+selection weighs, and the spread behind a lower confidence bound.
 
 Signs: every value is from the point of view of the player to move at its
 node. An edge carries ``reward`` (for the player who moved) and ``discount``:
@@ -79,7 +86,7 @@ import mctx
 import numpy as np
 from mctx._src.seq_halving import score_considered as _score_considered
 
-from gojax import _selection
+from gojax import _selection, _utility
 from gojax._board import WHITE, GoState, legal_moves, play
 from gojax._board import score as final_score
 from gojax._features import agz_planes
@@ -112,7 +119,8 @@ __all__ = [
     "uniform_evaluator",
 ]
 
-# ``(states, key) -> (prior_logits, value)`` or ``(prior_logits, value, score)``.
+# ``(states, key) -> (prior_logits, value)``, ``(prior_logits, value, score)`` or
+# ``(prior_logits, value, score, score_mean, score_stdev)``.
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
 KINDS = ("puct", "gumbel", "uct", "katago")
 # SearchConfig.moves: the move set a search considers at each node.
@@ -166,6 +174,10 @@ class SearchConfig:
         (:func:`lower_confidence_bounds`), rather than the most visited. KataGo
         plays so (minimum fraction 0.15 in its GTP defaults); off by default.
       lcb_min_visit_fraction: see ``lcb_selection``.
+      static_score_utility, dynamic_score_utility: ``kind="katago"`` only:
+        the weights of KataGo's score utility (``gojax._utility``; KataGo's
+        0.1 and 0.3), added to the value of every playout whose evaluator
+        gives a score distribution. 0 and 0 search on the value alone.
       forced_playouts: KataGo's forced playouts and policy target pruning
         (Wu 2019), PUCT only: ``k`` in ``n_forced = sqrt(k * P * sum N)``, 2
         in KataGo's self-play; 0 (the default) turns both off. At the root,
@@ -192,6 +204,8 @@ class SearchConfig:
     forced_playouts: float = 0.0
     lcb_selection: bool = False
     lcb_min_visit_fraction: float = 0.15
+    static_score_utility: float = _utility.STATIC_SCORE_UTILITY
+    dynamic_score_utility: float = _utility.DYNAMIC_SCORE_UTILITY
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -218,10 +232,20 @@ class SearchConfig:
             raise ValueError(
                 f"lcb_min_visit_fraction must be in [0, 1], not {self.lcb_min_visit_fraction}"
             )
+        for name in ("static_score_utility", "dynamic_score_utility"):
+            if not getattr(self, name) >= 0.0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
         if self.forced_playouts and self.kind != "puct":
             raise ValueError(
                 f"forced_playouts needs kind='puct' (KataGo's PUCT root), not {self.kind!r}"
             )
+
+    @property
+    def weighs_scores(self) -> bool:
+        """Whether the search adds KataGo's score utility (given a score distribution)."""
+        return self.kind == "katago" and (
+            self.static_score_utility > 0 or self.dynamic_score_utility > 0
+        )
 
     @property
     def allowed(self) -> Callable[[GoState], jax.Array]:
@@ -318,9 +342,10 @@ def katago_evaluator(
         with 1.0 below the root and 0.2 at it). A tuple's net carries its own.
 
     Returns an evaluator whose logits are the log of KataGo's masked policy
-    (illegal moves at the float32 minimum), whose value is ``win - loss`` and
-    whose score is the lead (``scoreLead``), both for the player to move; no
-    score from nets without a score head (AlphaGo Zero's, AlphaGo's).
+    (illegal moves at the float32 minimum), whose value is ``win - loss``,
+    whose score is the lead (``scoreLead``) and whose score distribution is
+    ``scoreMean`` and its deviation, all for the player to move; no score
+    from nets without a score head (AlphaGo Zero's, AlphaGo's).
     """
     if isinstance(model, tuple):
         net, variables, version = model
@@ -344,8 +369,16 @@ def katago_evaluator(
         logits = jnp.where(policy > 0, jnp.log(jnp.maximum(policy, tiny)), ILLEGAL_LOGIT)
         if not scored:
             return logits, out["value"]
-        lead = jnp.where(states.to_play == WHITE, 1.0, -1.0) * out["white_lead"]
-        return logits, out["value"], lead.astype(jnp.float32)
+        sign = jnp.where(states.to_play == WHITE, 1.0, -1.0)
+        mean = out["white_score_selfplay"]
+        stdev = jnp.sqrt(jnp.maximum(out["white_score_selfplay_sq"] - mean**2, 0.0))
+        return (
+            logits,
+            out["value"],
+            (sign * out["white_lead"]).astype(jnp.float32),
+            (sign * mean).astype(jnp.float32),
+            stdev.astype(jnp.float32),
+        )
 
     return evaluate_leaves
 
@@ -379,20 +412,36 @@ def _where(mask: jax.Array, new: Any, old: Any) -> Any:
     return jax.tree.map(pick, new, old)
 
 
+def _num_outputs(evaluator: Evaluator, states: GoState, key: jax.Array) -> int:
+    """How many arrays ``evaluator`` returns: 2, 3 or 5 (found by tracing it; nothing runs)."""
+    return len(jax.eval_shape(lambda s: evaluator(s, key), states))
+
+
 def gives_scores(evaluator: Evaluator, states: GoState, key: jax.Array) -> bool:
     """Whether ``evaluator`` returns a score (found by tracing it; nothing runs)."""
-    return len(jax.eval_shape(lambda s: evaluator(s, key), states)) == 3
+    return _num_outputs(evaluator, states, key) >= 3
+
+
+def gives_score_distributions(evaluator: Evaluator, states: GoState, key: jax.Array) -> bool:
+    """Whether ``evaluator`` returns a score mean and deviation (KataGo nets do)."""
+    return _num_outputs(evaluator, states, key) == 5
 
 
 def evaluate_with_score(
     evaluator: Evaluator, states: GoState, key: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``evaluator``'s ``(prior_logits, value, score)``; score 0 if it gives none."""
-    out = evaluator(states, key)
-    if len(out) == 3:
-        return out
-    logits, value = out
-    return logits, value, jnp.zeros(value.shape, jnp.float32)
+) -> tuple[jax.Array, ...]:
+    """``evaluator``'s ``(prior_logits, value, score, score_mean, score_stdev)``, each ``[B]``
+    but the logits; zeros for what it does not give."""
+    out = tuple(evaluator(states, key))
+    if len(out) not in (2, 3, 5):
+        raise ValueError(f"an evaluator returns 2, 3 or 5 arrays, not {len(out)}")
+    zeros = jnp.zeros(out[1].shape, jnp.float32)
+    return out + (zeros,) * (5 - len(out))
+
+
+# ``(score_mean [B], score_stdev [B], player [B]) -> [B]``: the score utility for ``player``
+# (+1 Black, -1 White) of a score distribution given for that player; see ``search``.
+ScoreUtility = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 def _step(
@@ -402,9 +451,10 @@ def _step(
     actions: jax.Array,
     action_legal: jax.Array,
     moves: Callable[[GoState], jax.Array] | None = None,
-) -> tuple[mctx.RecurrentFnOutput, GoState, jax.Array]:
-    """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value
-    and score ``[B]``.
+    utility: ScoreUtility | None = None,
+) -> tuple[mctx.RecurrentFnOutput, GoState, jax.Array, jax.Array]:
+    """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value,
+    score and score utility ``[B]``.
 
     ``action_legal [B]`` says whether each action is legal in its parent; an
     illegal one (possible only if priors give it weight) loses for the player
@@ -413,7 +463,9 @@ def _step(
     :func:`_search_moves`; default: the legal moves). The score is for the
     player to move at the child, the one who did not choose the action: the
     evaluator's, or in a game that just ended the rules' count (an illegal
-    choice loses by the whole board).
+    choice loses by the whole board). The score utility is ``utility``'s of
+    the evaluator's distribution (of a finished game's count), for the same
+    player; 0 without ``utility``.
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -434,7 +486,7 @@ def _step(
     )  # [B]: the mover's margin in an ended game
     reward = jnp.where(illegal, -1.0, jnp.where(ended, jnp.sign(margin), 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
-    logits, value, score = evaluate_with_score(evaluator, children, key)
+    logits, value, score, score_mean, score_stdev = evaluate_with_score(evaluator, children, key)
     legal = (moves or jax.vmap(legal_moves))(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
@@ -445,7 +497,14 @@ def _step(
     points = float(parents.board.shape[-1])
     final = jnp.where(illegal, points, jnp.where(ended, -margin, 0.0))
     score = jnp.where(children.terminated, final, score).astype(jnp.float32)
-    return out, children, score
+    if utility is None:
+        return out, children, score, jnp.zeros_like(score)
+    # The child's player is the one who did not move (an illegal choice's copy of the
+    # parent keeps the chooser to move).
+    player = -parents.to_play.astype(jnp.int32)
+    mean = jnp.where(children.terminated, final, score_mean)
+    stdev = jnp.where(children.terminated, _utility.final_score_stdev(final), score_stdev)
+    return out, children, score, utility(mean, stdev, player).astype(jnp.float32)
 
 
 def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
@@ -460,7 +519,7 @@ def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
     def recurrent_fn(params, key, action, embedding):
         del params
         action_legal = jax.vmap(legal_moves)(embedding)[jnp.arange(action.shape[0]), action]
-        out, children, _ = _step(evaluator, key, embedding, action, action_legal)
+        out, children, _, _ = _step(evaluator, key, embedding, action, action_legal)
         return out, children
 
     return recurrent_fn
@@ -532,12 +591,14 @@ def _simulate(keys, tree: Tree, rules: _Rules, max_depth: int):
     return jax.vmap(one)(keys, tree)
 
 
-def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves) -> Tree:
+def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves, utility=None) -> Tree:
     """Evaluate the edges ``(parent, action)`` into nodes ``child`` for the ``active`` games."""
     rows = jnp.arange(parent.shape[0])
     parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
-    out, states, score = _step(evaluator, key, parent_states, action, action_legal, moves)
+    out, states, score, score_utility = _step(
+        evaluator, key, parent_states, action, action_legal, moves, utility
+    )
 
     def at_node(x, new):  # inactive games write out of range, which is dropped
         return x.at[rows, jnp.where(active, child, x.shape[1])].set(new, mode="drop")
@@ -550,7 +611,9 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves) ->
         raw_values=at_node(tree.raw_values, out.value),
         node_values=at_node(tree.node_values, out.value),
         node_scores=at_node(tree.node_scores, score),
-        node_value_squares=at_node(tree.node_value_squares, out.value**2),
+        node_score_utilities=at_node(tree.node_score_utilities, score_utility),
+        raw_score_utilities=at_node(tree.raw_score_utilities, score_utility),
+        node_utility_squares=at_node(tree.node_utility_squares, (out.value + score_utility) ** 2),
         # An existing child (finished game, max_depth) is expanded again: one more visit.
         node_visits=at_node(tree.node_visits, tree.node_visits[rows, child] + 1),
         embeddings=jax.tree.map(at_node, tree.embeddings, states),
@@ -571,9 +634,10 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
     walks up the ``[B]`` paths and carries only the arrays it updates, one
     scatter of ``B`` values per array and step (games already at their root
     write out of range, which is dropped). A leaf at the root (a finished
-    search) changes nothing. The leaf's score and squared value are averaged
-    into every node on the path as its value is (the score negated once per
-    ply: no reward or discount applies to it).
+    search) changes nothing. The leaf's score, score utility and squared
+    utility are averaged into every node on the path as its value is (the
+    score and its utility negated once per ply: no reward or discount applies
+    to them).
     """
     batch, nodes = tree.node_visits.shape
     rows = jnp.arange(batch)
@@ -585,15 +649,16 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
         return jnp.any(carry[0] != Tree.ROOT_INDEX)
 
     def body(carry):
-        index, leaf_value, leaf_score, stats, children_values, children_visits = carry
-        node_values, node_visits, node_scores, node_value_squares = stats
+        index, leaf_value, leaf_score, leaf_utility, stats, children_values, children_visits = carry
+        node_values, node_visits, node_scores, node_score_utilities, node_utility_squares = stats
         going = index != Tree.ROOT_INDEX
         parent = jnp.where(going, tree.parents[rows, index], Tree.ROOT_INDEX)
         action = jnp.where(going, tree.action_from_parent[rows, index], 0)
         count = node_visits[rows, parent]
         reward = tree.children_rewards[rows, parent, action]
         leaf_value = reward + tree.children_discounts[rows, parent, action] * leaf_value
-        leaf_score = -leaf_score
+        leaf_score, leaf_utility = -leaf_score, -leaf_utility
+        squared = (leaf_value + leaf_utility) ** 2
         child_value = node_values[rows, index]
         target = jnp.where(going, parent, nodes)  # out of range: dropped
 
@@ -604,12 +669,14 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
             update(node_values, mean(node_values, parent, count, leaf_value)),
             update(node_visits, count + 1),
             update(node_scores, mean(node_scores, parent, count, leaf_score)),
-            update(node_value_squares, mean(node_value_squares, parent, count, leaf_value**2)),
+            update(node_score_utilities, mean(node_score_utilities, parent, count, leaf_utility)),
+            update(node_utility_squares, mean(node_utility_squares, parent, count, squared)),
         )
         return (
             jnp.where(going, parent, index),
             leaf_value,
             leaf_score,
+            leaf_utility,
             stats,
             children_values.at[rows, target, action].set(child_value, mode="drop"),
             children_visits.at[rows, target, action].set(
@@ -618,29 +685,44 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
         )
 
     leaf = leaf.astype(jnp.int32)
-    stats = (tree.node_values, tree.node_visits, tree.node_scores, tree.node_value_squares)
+    stats = (
+        tree.node_values,
+        tree.node_visits,
+        tree.node_scores,
+        tree.node_score_utilities,
+        tree.node_utility_squares,
+    )
     carry = (
         leaf,
         tree.node_values[rows, leaf],
         tree.node_scores[rows, leaf],
+        tree.node_score_utilities[rows, leaf],
         stats,
         tree.children_values,
         tree.children_visits,
     )
-    _, _, _, stats, children_values, children_visits = jax.lax.while_loop(cond, body, carry)
-    node_values, node_visits, node_scores, node_value_squares = stats
+    *_, stats, children_values, children_visits = jax.lax.while_loop(cond, body, carry)
+    node_values, node_visits, node_scores, node_score_utilities, node_utility_squares = stats
     return tree.replace(
         node_values=node_values,
         node_visits=node_visits,
         node_scores=node_scores,
-        node_value_squares=node_value_squares,
+        node_score_utilities=node_score_utilities,
+        node_utility_squares=node_utility_squares,
         children_values=children_values,
         children_visits=children_visits,
     )
 
 
 def _run_simulations(
-    tree: Tree, key, evaluator, rules: _Rules, target_visits: int, max_depth: int, moves
+    tree: Tree,
+    key,
+    evaluator,
+    rules: _Rules,
+    target_visits: int,
+    max_depth: int,
+    moves,
+    utility: ScoreUtility | None = None,
 ):
     """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
     batch = tree.node_visits.shape[0]
@@ -660,7 +742,7 @@ def _run_simulations(
         # As in mctx, a node first expanded by a simulation takes the next free index.
         child = jnp.where(is_new, num_nodes, existing)
         child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
-        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, moves)
+        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, moves, utility)
         tree = _backward(tree, child)
         num_nodes = num_nodes + (is_new & active)
         return key, tree, num_nodes, count + active
@@ -672,7 +754,14 @@ def _run_simulations(
 
 
 def _new_tree(
-    states: GoState, prior_logits, value, score, capacity: int, legal, extra_data: Any
+    states: GoState,
+    prior_logits,
+    value,
+    score,
+    score_utility,
+    capacity: int,
+    legal,
+    extra_data: Any,
 ) -> Tree:
     """A ``[B]`` tree of ``capacity`` nodes holding only its roots (mctx's initial tree)."""
     batch, num_actions = prior_logits.shape
@@ -686,7 +775,11 @@ def _new_tree(
         raw_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
         node_values=jnp.zeros(shape, jnp.float32).at[:, 0].set(value),
         node_scores=jnp.zeros(shape, jnp.float32).at[:, 0].set(score),
-        node_value_squares=jnp.zeros(shape, jnp.float32).at[:, 0].set(value**2),
+        node_score_utilities=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_utility),
+        raw_score_utilities=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_utility),
+        node_utility_squares=jnp.zeros(shape, jnp.float32)
+        .at[:, 0]
+        .set((value + score_utility) ** 2),
         parents=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         action_from_parent=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         children_index=jnp.full(shape + (num_actions,), Tree.UNVISITED, jnp.int32),
@@ -726,7 +819,9 @@ def _pad_tree(tree: Tree, capacity: int) -> Tree:
             "raw_values",
             "node_values",
             "node_scores",
-            "node_value_squares",
+            "node_score_utilities",
+            "raw_score_utilities",
+            "node_utility_squares",
             "parents",
             "action_from_parent",
             "children_index",
@@ -777,32 +872,33 @@ def _greedy(visits, q, invalid):
 LCB_STDEVS = 5.0
 
 
-def lower_confidence_bounds(q, visits, q_stdev, stdevs: float = LCB_STDEVS):
+def lower_confidence_bounds(q, visits, q_stdev, stdevs: float = LCB_STDEVS, radius: float = 1.0):
     """Lower confidence bounds of mean values, KataGo's way; any matching shapes.
 
-    ``q - stdevs * sqrt(variance / n)`` over the ``n = visits`` values in [-1, 1]
-    averaged into ``q``, whose standard deviation is ``q_stdev``. As KataGo
-    does (``getSelfUtilityLCBAndRadius``, one weight per visit), the variance
-    takes a prior of weight ``1 / n**2`` that it is the largest possible (a
-    radius of 1), so that one or two equal samples do not claim certainty; it
-    fades as ``n`` grows. Unvisited moves get ``q - 2 * stdevs``, KataGo's
+    ``q - stdevs * sqrt(variance / n)`` over the ``n = visits`` values in
+    ``[-radius, radius]`` averaged into ``q``, whose standard deviation is
+    ``q_stdev``. As KataGo does (``getSelfUtilityLCBAndRadius``, one weight
+    per visit), the variance takes a prior of weight ``1 / n**2`` that it is
+    the largest possible (``radius**2``: 1 for values, 1.4 with KataGo's score
+    utility), so that one or two equal samples do not claim certainty; it
+    fades as ``n`` grows. Unvisited moves get ``q - 2 * stdevs * radius``, KataGo's
     bound without visits. NumPy arrays in, NumPy out; jax arrays in, jax out.
     """
     xp = jnp if isinstance(q, jax.Array) else np
     n = xp.maximum(xp.asarray(visits, q.dtype), 1.0)
     prior = 1.0 / n**2
-    variance = q_stdev**2 + prior / (n + prior)
+    variance = q_stdev**2 + radius**2 * prior / (n + prior)
     ess = (n + prior) ** 2 / (n + prior**2)  # effective sample size with the prior
     bound = q - stdevs * xp.sqrt(variance / ess)
-    return xp.where(xp.asarray(visits) > 0, bound, q - 2.0 * stdevs)
+    return xp.where(xp.asarray(visits) > 0, bound, q - 2.0 * stdevs * radius)
 
 
-def _lcb_choice(visits, q, q_stdev, invalid, min_fraction: float):
+def _lcb_choice(visits, q, q_stdev, invalid, min_fraction: float, radius: float = 1.0):
     """``[B]`` KataGo's LCB move: the best bound among the moves with at least
     ``min_fraction`` of the most visits (the most visited one is always among them)."""
     most = jnp.max(jnp.where(invalid, 0, visits), axis=-1, keepdims=True)
     eligible = ~invalid & (visits > 0) & (visits >= min_fraction * most)
-    bounds = lower_confidence_bounds(q, visits, q_stdev)
+    bounds = lower_confidence_bounds(q, visits, q_stdev, radius=radius)
     # Ties (equal bounds) to the more visited move.
     score = bounds + 1e-6 * visits.astype(jnp.float32) / jnp.maximum(most, 1)
     choice = _selection.first_argmax(score, ~eligible)
@@ -888,31 +984,67 @@ def search(
         key_act, key_noise, key_search = jax.random.split(key_policy, 3)
         extra_data = None
 
+    # KataGo's score utility, when the search weighs scores and the evaluators give their
+    # distribution: ``(mean, stdev, player, center) -> [B]``, all for ``player``'s view but
+    # ``center``, the dynamic term's centre in Black's view (one per game and search).
+    weighs = config.weighs_scores and all(
+        gives_score_distributions(e, states, key_root)
+        for e in (evaluator, root_evaluator)
+        if e is not None
+    )
+
+    def score_utility(mean, stdev, player, center):
+        return _utility.score_utility(
+            mean,
+            stdev,
+            center * player,
+            size,
+            config.static_score_utility,
+            config.dynamic_score_utility,
+        )
+
+    def centers(expected):  # [B] the root mover's expected score -> centres in Black's view
+        return _utility.dynamic_center(expected, size) * states.to_play
+
     # With a root evaluator every root is evaluated once, here; without one a root is
     # evaluated only if some game starts fresh.
     root_eval = (
         None if root_evaluator is None else evaluate_with_score(root_evaluator, states, key_root)
     )
 
-    def fresh_tree(size_nodes: int) -> Tree:
-        logits, value, score = (
+    def fresh_tree(size_nodes: int) -> tuple[Tree, jax.Array]:
+        """A tree holding the evaluated roots, and the roots' centres (KataGo takes the
+        net's ``scoreMean`` when it has no tree)."""
+        logits, value, score, mean, stdev = (
             evaluate_with_score(evaluator, states, key_root) if root_eval is None else root_eval
         )
         prior = _mask_logits(logits, legal)
-        return _new_tree(states, prior, value, score, size_nodes, legal, extra_data)
+        center = centers(mean)
+        root_utility = (
+            score_utility(mean, stdev, states.to_play, center) if weighs else jnp.zeros_like(value)
+        )
+        new = _new_tree(states, prior, value, score, root_utility, size_nodes, legal, extra_data)
+        return new, center
 
     if tree is None:
-        tree = fresh_tree(capacity)
+        tree, center = fresh_tree(capacity)
     else:
         tree = _pad_tree(tree, capacity).replace(extra_data=extra_data)
         keep = _same_position(tree, states)
         if avoid is not None:
             keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
         nodes = tree.node_visits.shape[1]
+        # A kept root centres on its mean score (KataGo: its mean scoreMean). Its nodes keep
+        # the score utilities of the search that made them (KataGo recomputes them all
+        # around the new centre).
+        kept_center = centers(tree.node_scores[:, Tree.ROOT_INDEX])
+
+        def refresh():
+            fresh, fresh_center = fresh_tree(nodes)
+            return _where(keep, tree, fresh), jnp.where(keep, kept_center, fresh_center)
+
         # The root evaluation is skipped when every game keeps its tree (one game in GTP).
-        tree = jax.lax.cond(
-            jnp.all(keep), lambda: tree, lambda: _where(keep, tree, fresh_tree(nodes))
-        )
+        tree, center = jax.lax.cond(jnp.all(keep), lambda: (tree, kept_center), refresh)
         if root_eval is not None:  # a kept root was evaluated as a child: take the root's prior
             prior = _mask_logits(root_eval[0], legal)
             tree = tree.replace(
@@ -954,8 +1086,11 @@ def search(
         rules = _Rules(functools.partial(rule, depth=0), rule)
 
     max_depth = config.max_depth or tree.node_visits.shape[1]
+    utility = (
+        (lambda mean, stdev, player: score_utility(mean, stdev, player, center)) if weighs else None
+    )
     tree, simulations = _run_simulations(
-        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, moves
+        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, moves, utility
     )
 
     stats = root_stats(tree)
@@ -980,8 +1115,15 @@ def search(
         )
     else:
         if config.lcb_selection:
+            # On the utility (the value unless the search weighs scores), KataGo's way.
+            radius = 1.0 + (config.static_score_utility + config.dynamic_score_utility) * weighs
             greedy = _lcb_choice(
-                visits, stats.q, stats.q_stdev, invalid, config.lcb_min_visit_fraction
+                visits,
+                stats.utility,
+                stats.q_stdev,
+                invalid,
+                config.lcb_min_visit_fraction,
+                radius,
             )
         if config.forced_playouts:
             prune = functools.partial(

@@ -577,14 +577,17 @@ def test_search_keeps_avoided_moves_out():
     assert best not in listed_moves(avoid) and sum(m["visits"] for m in avoid["moveInfos"]) == 7
 
 
-def test_search_scores_and_win_rates_are_means_over_the_tree():
+@pytest.mark.parametrize("search", ["puct", "katago"])
+def test_search_scores_and_win_rates_are_means_over_the_tree(search):
     """KataGo's ``scoreLead`` of a searched position is the mean over its visits, not one
     evaluation: the root's visits times its lead are its own evaluation (rawLead, the
-    same symmetry) plus every move's visits times the move's lead; win rates alike."""
+    same symmetry) plus every move's visits times the move's lead; win rates alike --
+    whichever search (KataGo's weighs scores, but reports the same means)."""
     moves = [["B", "E5"], ["W", "C3"], ["B", "G7"]]
     settings = {"reportAnalysisWinratesAs": "SIDETOMOVE"}  # lcb below winrate
     line = query(id="mean", moves=moves, maxVisits=8, overrideSettings=settings)
-    (reply,) = session([json.dumps(line)])
+    eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=8, min_batch=8, search=search)
+    (reply,) = session([json.dumps(line)], eng)
     infos, root = reply["moveInfos"], reply["rootInfo"]
     assert sum(m["visits"] for m in infos) == root["visits"] - 1 == 7  # every visited move
     lead_sum = root["rawLead"] + sum(m["visits"] * m["scoreLead"] for m in infos)
@@ -597,6 +600,13 @@ def test_search_scores_and_win_rates_are_means_over_the_tree():
         assert 0.0 <= m["lcb"] <= m["winrate"]
         if m["visits"] == 1:
             assert m["lcb"] == pytest.approx(max(0.0, m["winrate"] - 5 * 0.5 / 2), abs=1e-6)
+
+
+def test_analysis_search_kinds_are_checked():
+    with pytest.raises(ValueError, match="search must be"):
+        AnalysisEngine(model(), search="gumbel")
+    with pytest.raises(ValueError, match="only the katago search weighs scores"):
+        AnalysisEngine(model(), score_utility=False)
 
 
 @pytest.mark.slow

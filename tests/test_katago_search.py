@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 from boards import fast_jit, position
+from test_score_utility import distribution_evaluator
 from test_search import (
     CAPTURE,
     CAPTURE_MOVE,
@@ -33,7 +34,7 @@ UNIFORM = uniform_evaluator()
 
 def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarray:
     """KataGo's selection values of ``node``'s children, transcribed from its C++ with NumPy
-    (float64); illegal children -inf."""
+    (float64), on utilities (value plus score utility); illegal children -inf."""
     t = jax.tree.map(lambda x: np.asarray(x[game], np.float64), tree)
     logits = t.children_prior_logits[node]
     legal = logits > _selection.ILLEGAL_THRESHOLD
@@ -41,19 +42,23 @@ def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarr
     prior /= prior.sum()
     n = t.children_visits[node]
     q = t.children_rewards[node] + t.children_discounts[node] * t.children_values[node]
+    kids = t.children_index[node].astype(int)
+    q = q - np.where(kids >= 0, t.node_score_utilities[np.maximum(kids, 0)], 0.0)
     total = n.sum()
     # getFpuValueForChildrenAssumeVisited
-    visits, utility = t.node_visits[node], t.node_values[node]
+    visits = t.node_visits[node]
+    utility = t.node_values[node] + t.node_score_utilities[node]
+    raw = t.raw_values[node] + t.raw_score_utilities[node]
     if visits <= 1:
         stdev = 0.4
     else:
-        sq = max(t.node_value_squares[node], utility**2)
+        sq = max(t.node_utility_squares[node], utility**2)
         pooled = ((utility**2 + 0.16) * 2.0 + sq * visits) / (2.0 + visits - 1.0)
         stdev = math.sqrt(max(0.0, pooled - utility**2))
     factor = 1.0 + 0.85 * (stdev / 0.4 - 1.0)
     mass = prior[n > 0].sum()
     weight = min(1.0, mass**2.0)
-    parent = weight * utility + (1 - weight) * t.raw_values[node]
+    parent = weight * utility + (1 - weight) * raw
     fpu = parent - (root_reduction if node == 0 else 0.2) * math.sqrt(mass)
     # getExploreScaling, getExploreSelectionValue
     cpuct = 1.0 + 0.45 * math.log((total + 500.0) / 500.0)
@@ -62,10 +67,13 @@ def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarr
     return np.where(legal, value + scaling * prior / (1.0 + n), -np.inf)
 
 
-def test_selection_matches_katago_formulas_at_every_node():
+@pytest.mark.parametrize("evaluator", [scoring_evaluator, distribution_evaluator])
+def test_selection_matches_katago_formulas_at_every_node(evaluator):
     states = batch(gojax.new_game(5, komi=0.5, max_moves=8), 2)
     config = SearchConfig(kind="katago", num_simulations=64, dirichlet_fraction=0.0)
-    tree = searcher(scoring_evaluator, config)(states, jax.random.key(0)).tree
+    tree = searcher(evaluator, config)(states, jax.random.key(0)).tree
+    if evaluator is distribution_evaluator:  # premise: the utilities are in play
+        assert np.abs(np.asarray(tree.node_score_utilities)).max() > 0.05
     select = fast_jit(
         lambda t, b, node: _selection.katago_puct(
             jax.random.key(1), jax.tree.map(lambda x: x[b], t), node, node, root_fpu_reduction=0.1

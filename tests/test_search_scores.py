@@ -63,7 +63,7 @@ def check_backup_identities(tree, game: int, formula=_formula) -> int:
         n = t.node_visits[node]
         if t.embeddings.terminated[node]:
             # Every visit of a finished game is the same fixed result.
-            assert t.node_value_squares[node] == 0.0 and t.node_values[node] == 0.0
+            assert t.node_utility_squares[node] == 0.0 and t.node_values[node] == 0.0
             continue
         children = t.children_index[node]
         visited = children >= 0
@@ -72,11 +72,12 @@ def check_backup_identities(tree, game: int, formula=_formula) -> int:
         rewards = t.children_rewards[node][visited]
         finished = t.children_discounts[node][visited] == 0.0
         score_sum = raw_score[node] + np.sum(counts * -t.node_scores[kids])
-        squares = np.where(finished, rewards**2, t.node_value_squares[kids])
+        squares = np.where(finished, rewards**2, t.node_utility_squares[kids])
         square_sum = raw_value[node] ** 2 + np.sum(counts * squares)
         assert n == 1 + counts.sum()
         np.testing.assert_allclose(t.node_scores[node] * n, score_sum, rtol=1e-4, atol=1e-3)
-        np.testing.assert_allclose(t.node_value_squares[node] * n, square_sum, rtol=1e-4, atol=1e-4)
+        squares_mean = t.node_utility_squares[node]
+        np.testing.assert_allclose(squares_mean * n, square_sum, rtol=1e-4, atol=1e-4)
         checked += 1
     return checked
 
@@ -150,8 +151,8 @@ def test_reused_subtree_keeps_scores():
         kept.node_scores[:, 0], np.asarray(out.tree.node_scores)[np.arange(2), child]
     )
     np.testing.assert_array_equal(
-        kept.node_value_squares[:, 0],
-        np.asarray(out.tree.node_value_squares)[np.arange(2), child],
+        kept.node_utility_squares[:, 0],
+        np.asarray(out.tree.node_utility_squares)[np.arange(2), child],
     )
     for game in range(2):
         check_backup_identities(kept, game)
@@ -179,7 +180,7 @@ def test_katago_evaluator_scores_are_the_leads_of_the_player_to_move():
     state = jit_play(new_game(9, komi=7.0), 40)  # White to move after Black's tengen
     states = jax.tree.map(lambda *xs: jnp.stack(xs), new_game(9, komi=7.0), state)
     evaluator = katago_evaluator(model, symmetry=0)
-    _, value, score = fast_jit(evaluator)(states, jax.random.key(0))
+    _, value, score, mean, stdev = fast_jit(evaluator)(states, jax.random.key(0))
     out = fast_jit(
         lambda s: evaluate(net, model.variables, s, version=model.output_spec, symmetry=0)
     )(states)
@@ -188,6 +189,13 @@ def test_katago_evaluator_scores_are_the_leads_of_the_player_to_move():
     np.testing.assert_allclose(score, lead, atol=1e-5)
     assert mover_is_white.tolist() == [False, True]
     np.testing.assert_allclose(value, out["value"], atol=1e-6)
+    # The score distribution KataGo's utility takes: scoreMean and the deviation left by
+    # scoreMeanSq, for the mover.
+    white_mean = np.asarray(out["white_score_selfplay"], np.float64)
+    np.testing.assert_allclose(mean, np.where(mover_is_white, 1.0, -1.0) * white_mean, atol=1e-5)
+    variance = np.asarray(out["white_score_selfplay_sq"], np.float64) - white_mean**2
+    np.testing.assert_allclose(stdev, np.sqrt(variance), rtol=1e-4)
+    assert np.all(np.asarray(stdev) > 1.0)  # a real spread in the opening
 
 
 def test_lower_confidence_bounds_follow_katago():
