@@ -285,6 +285,7 @@ class SearchOutput:
     score_values: jax.Array  # [B, A] float32: root children's mean scores for the player to
     #   move; 0 where unvisited, and with an evaluator without scores
     q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
+    #   (of the utilities, value plus score utility, when kind="katago" weighs scores)
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
     tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
     #   are the GoStates of the nodes

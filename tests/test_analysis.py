@@ -577,7 +577,7 @@ def test_search_keeps_avoided_moves_out():
     assert best not in listed_moves(avoid) and sum(m["visits"] for m in avoid["moveInfos"]) == 7
 
 
-@pytest.mark.parametrize("search", ["puct", "katago"])
+@pytest.mark.parametrize("search", ["puct", pytest.param("katago", marks=pytest.mark.slow)])
 def test_search_scores_and_win_rates_are_means_over_the_tree(search):
     """KataGo's ``scoreLead`` of a searched position is the mean over its visits, not one
     evaluation: the root's visits times its lead are its own evaluation (rawLead, the
