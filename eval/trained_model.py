@@ -98,12 +98,13 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     size = int(run.config["board"]["size"])
     name = f"{os.path.basename(os.path.normpath(os.fspath(workdir)))}@{run.step}"
     module = build(spec)
+    variables = _score_mean_from_lead(run.variables) if spec.is_katago else run.variables
     return TrainedModel(
         name=name,
         preset=spec.preset,
         # Device arrays (a jitted call copies numpy arguments in anew at every call) and, on
         # a CPU, the Winograd-transformed kernels the convolutions read (computed once).
-        variables=with_winograd_kernels(module, jax.device_put(run.variables)),
+        variables=with_winograd_kernels(module, jax.device_put(variables)),
         version=(SHORT_TERM_VERSION if spec.short_term_heads else KATAGO_VERSION)
         if spec.is_katago
         else spec.encoder,
@@ -113,3 +114,23 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         activation=spec.activation,
         short_term_heads=spec.short_term_heads,
     )
+
+
+def _score_mean_from_lead(variables: dict[str, Any]) -> dict[str, Any]:
+    """A KataGo net's variables with its trained score channel read as ``scoreMean`` too.
+
+    gojax trains one score output, KataGo's lead channel, on the game's final
+    score (KataGo's ``scoreMean`` target); the ``scoreMean`` channel is left
+    as initialised. Copying the trained channel over it (as ``gojax export``
+    writes the file) keeps what reads ``scoreMean`` -- the score utility of
+    ``gojax.search``'s ``kind="katago"`` -- on the trained prediction.
+    """
+    from train.model import SCORE_LEAD_INDEX
+
+    params = variables["params"]
+    head = dict(params["value"]["sv3"])
+    for name in ("kernel", "bias"):
+        values = jnp.asarray(head[name])
+        head[name] = values.at[..., 0].set(values[..., SCORE_LEAD_INDEX])
+    value = {**params["value"], "sv3": head}
+    return {**variables, "params": {**params, "value": value}}
