@@ -464,6 +464,7 @@ class AnalysisEngine:
         score_utility: bool = True,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
+        from eval.players import score_utility_settings
         from gojax.evaluate import check_symmetry
 
         if report_as not in REPORT_AS:
@@ -476,10 +477,8 @@ class AnalysisEngine:
             raise ValueError(f"replay_cache must be >= 0, not {replay_cache}")
         if search not in ("puct", "katago"):
             raise ValueError(f"search must be 'puct' or 'katago', not {search!r}")
-        if not score_utility and search != "katago":
-            raise ValueError("only the katago search weighs scores: nothing to turn off")
         self.search = search
-        self.score_utility = bool(score_utility)
+        self._utility_settings = score_utility_settings(search, score_utility)
         self.model = model
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
@@ -775,7 +774,7 @@ class AnalysisEngine:
             pb_c_init=self.c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
-            **({} if self.score_utility else dict(static_score_utility=0, dynamic_score_utility=0)),
+            **self._utility_settings,
         )
         host = jax.device_get(
             self._search(self.model.variables, roots, key_search, config, jnp.asarray(avoid))

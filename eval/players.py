@@ -85,6 +85,16 @@ def optimism_label(optimism: tuple[float, float]) -> str:
     return f", policy optimism {optimism[0]:g}/{optimism[1]:g}" if any(optimism) else ""
 
 
+def score_utility_settings(search: str, score_utility: bool) -> dict[str, float]:
+    """``SearchConfig`` fields for a search that weighs the score (KataGo's weights, the
+    defaults) or not; only ``search="katago"`` weighs it, so only it can turn it off."""
+    if score_utility:
+        return {}
+    if search != "katago":
+        raise ValueError("only the katago search weighs scores: nothing to turn off")
+    return {"static_score_utility": 0.0, "dynamic_score_utility": 0.0}
+
+
 def auto_considered(visits: int) -> int:
     """Root moves for Gumbel's sequential halving in play: a quarter of the visits, 2 to 16.
 
@@ -461,8 +471,7 @@ class SearchPlayer:
             raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
         if lcb and search == "gumbel":
             raise ValueError("lcb move selection needs a PUCT search (Gumbel picks its own move)")
-        if not score_utility and search != "katago":
-            raise ValueError("only the katago search weighs scores: nothing to turn off")
+        utility_settings = score_utility_settings(search, score_utility)
         symmetry = check_symmetry(symmetry)
         config = SearchConfig(
             kind=search,
@@ -473,7 +482,7 @@ class SearchPlayer:
             gumbel_scale=float(gumbel_scale),
             max_num_considered_actions=int(considered or auto_considered(visits)),
             lcb_selection=bool(lcb),
-            **({} if score_utility else dict(static_score_utility=0.0, dynamic_score_utility=0.0)),
+            **utility_settings,
         )
         prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""

@@ -90,7 +90,7 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     unreadable checkpoint).
     """
     from train.checkpoint import restore_variables
-    from train.model import build, spec_from_config
+    from train.model import build, score_mean_from_lead, spec_from_config
 
     run = restore_variables(workdir, step)
     # float32 whatever the run computed in: the engine picks its own dtype (module()).
@@ -98,7 +98,9 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
     size = int(run.config["board"]["size"])
     name = f"{os.path.basename(os.path.normpath(os.fspath(workdir)))}@{run.step}"
     module = build(spec)
-    variables = _score_mean_from_lead(run.variables) if spec.is_katago else run.variables
+    variables = run.variables
+    if spec.is_katago:  # read scoreMean as the trained score, as a model file holds it
+        variables = {**variables, "params": score_mean_from_lead(variables["params"])}
     return TrainedModel(
         name=name,
         preset=spec.preset,
@@ -114,23 +116,3 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         activation=spec.activation,
         short_term_heads=spec.short_term_heads,
     )
-
-
-def _score_mean_from_lead(variables: dict[str, Any]) -> dict[str, Any]:
-    """A KataGo net's variables with its trained score channel read as ``scoreMean`` too.
-
-    gojax trains one score output, KataGo's lead channel, on the game's final
-    score (KataGo's ``scoreMean`` target); the ``scoreMean`` channel is left
-    as initialised. Copying the trained channel over it (as ``gojax export``
-    writes the file) keeps what reads ``scoreMean`` -- the score utility of
-    ``gojax.search``'s ``kind="katago"`` -- on the trained prediction.
-    """
-    from train.model import SCORE_LEAD_INDEX
-
-    params = variables["params"]
-    head = dict(params["value"]["sv3"])
-    for name in ("kernel", "bias"):
-        values = jnp.asarray(head[name])
-        head[name] = values.at[..., 0].set(values[..., SCORE_LEAD_INDEX])
-    value = {**params["value"], "sv3": head}
-    return {**variables, "params": {**params, "value": value}}

@@ -97,9 +97,9 @@ def root_stats(tree: Tree) -> RootStats:
     # them negated. Its utilities' variance is the same from either side; a finished
     # game (discount 0) is one fixed result.
     score = -child(tree.node_scores)
-    utility = q - child(tree.node_score_utilities)
-    mean = child(tree.node_values) + child(tree.node_score_utilities)
-    variance = child(tree.node_utility_squares) - mean**2
+    score_utility = child(tree.node_score_utilities)
+    utility = q - score_utility
+    variance = child(tree.node_utility_squares) - (child(tree.node_values) + score_utility) ** 2
     q_stdev = jnp.sqrt(jnp.maximum(variance, 0.0)) * jnp.abs(discounts)
     return RootStats(
         visits,

@@ -414,18 +414,9 @@ def _where(mask: jax.Array, new: Any, old: Any) -> Any:
 
 
 def _num_outputs(evaluator: Evaluator, states: GoState, key: jax.Array) -> int:
-    """How many arrays ``evaluator`` returns: 2, 3 or 5 (found by tracing it; nothing runs)."""
+    """How many arrays ``evaluator`` returns: 2, 3 (a score) or 5 (a score distribution too);
+    found by tracing it, nothing runs."""
     return len(jax.eval_shape(lambda s: evaluator(s, key), states))
-
-
-def gives_scores(evaluator: Evaluator, states: GoState, key: jax.Array) -> bool:
-    """Whether ``evaluator`` returns a score (found by tracing it; nothing runs)."""
-    return _num_outputs(evaluator, states, key) >= 3
-
-
-def gives_score_distributions(evaluator: Evaluator, states: GoState, key: jax.Array) -> bool:
-    """Whether ``evaluator`` returns a score mean and deviation (KataGo nets do)."""
-    return _num_outputs(evaluator, states, key) == 5
 
 
 def evaluate_with_score(
@@ -988,10 +979,11 @@ def search(
     # KataGo's score utility, when the search weighs scores and the evaluators give their
     # distribution: ``(mean, stdev, player, center) -> [B]``, all for ``player``'s view but
     # ``center``, the dynamic term's centre in Black's view (one per game and search).
-    weighs = config.weighs_scores and all(
-        gives_score_distributions(e, states, key_root)
-        for e in (evaluator, root_evaluator)
-        if e is not None
+    outputs = _num_outputs(evaluator, states, key_root)
+    weighs = (
+        config.weighs_scores
+        and outputs == 5
+        and (root_evaluator is None or _num_outputs(root_evaluator, states, key_root) == 5)
     )
 
     def score_utility(mean, stdev, player, center):
@@ -1095,7 +1087,7 @@ def search(
     )
 
     stats = root_stats(tree)
-    scored = gives_scores(evaluator, states, key_root)
+    scored = outputs >= 3
     visits = stats.visits
     explore = states.move_number < config.temperature_moves  # [B]
     greedy = _greedy(visits, stats.q, invalid)

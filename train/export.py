@@ -55,11 +55,10 @@ from gojax._random_play import random_action
 from gojax.evaluate import evaluate
 from gojax.katago_outputs import score_channels
 from gojax.nn import KataGoConfig
+from train.model import score_mean_from_lead
 
 __all__ = ["export_run", "file_version", "register"]
 
-# Channels of a version-8 score head (gojax.nn.KataGoNet's ``score``).
-SCORE_MEAN, SCORE_LEAD = 0, 2
 # What gojax.katago_model.load_model reads (binary unless the name says text).
 SUFFIXES = (".bin.gz", ".txt.gz", ".bin", ".txt", ".gz")
 # The outputs compared between the file and the checkpoint: ``gojax.evaluate``'s key and
@@ -120,11 +119,10 @@ def file_config(config: KataGoConfig) -> KataGoConfig:
 def _file_variables(params: dict[str, Any], channels: int) -> dict[str, Any]:
     """``params`` with the trained score channel copied into KataGo's ``scoreMean`` and
     the score head padded with zero weights to ``channels`` outputs."""
-    params = jax.tree.map(np.asarray, params)
+    params = score_mean_from_lead(jax.tree.map(np.asarray, params))
     score = dict(params["value"]["sv3"])
     for name in ("kernel", "bias"):
-        values = np.array(score[name], np.float32)
-        values[..., SCORE_MEAN] = values[..., SCORE_LEAD]
+        values = score[name]
         pad = [(0, 0)] * (values.ndim - 1) + [(0, channels - values.shape[-1])]
         score[name] = np.pad(values, pad)
     return {**params, "value": {**params["value"], "sv3": score}}

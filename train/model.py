@@ -23,6 +23,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gojax._board import GoState
 from gojax.evaluate import PLANE_ENCODERS, batch_inputs
@@ -38,12 +39,31 @@ ENCODERS = ("agz", "alphago", "katago")
 DTYPES = ("float32", "bfloat16", "float16")
 
 # KataGo's score head is in units of 20 points; index 2 is the lead, index 1 the
-# standard deviation of the final score (20 softplus(raw), as KataGo's engine reads it).
+# standard deviation of the final score (20 softplus(raw), as KataGo's engine reads it),
+# index 0 KataGo's scoreMean (not trained here: see ``score_mean_from_lead``).
 SCORE_SCALE = 20.0
+SCORE_MEAN_INDEX = 0
 SCORE_STDEV_INDEX = 1
 SCORE_LEAD_INDEX = 2
 
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
+
+
+def score_mean_from_lead(params: dict[str, Any]) -> dict[str, Any]:
+    """A KataGo net's ``params`` with its trained score channel copied into ``scoreMean``.
+
+    gojax trains one score output, KataGo's lead channel, on the game's final
+    score (KataGo's ``scoreMean`` target); the ``scoreMean`` channel stays as
+    initialised. Whatever reads ``scoreMean`` -- a model file (``gojax
+    export``), the score utility of ``gojax.search``'s ``kind="katago"`` --
+    should read the trained prediction. Host-side (NumPy) arrays out.
+    """
+    head = dict(params["value"]["sv3"])
+    for name in ("kernel", "bias"):
+        values = np.array(head[name], np.float32)
+        values[..., SCORE_MEAN_INDEX] = values[..., SCORE_LEAD_INDEX]
+        head[name] = values
+    return {**params, "value": {**params["value"], "sv3": head}}
 
 
 @dataclasses.dataclass(frozen=True)
