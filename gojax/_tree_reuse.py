@@ -49,6 +49,10 @@ class Tree(mctx.Tree):
         node, negated once per ply as scores are.
       raw_score_utilities: the score utility of the node's own evaluation
         (``raw_values``' counterpart).
+      raw_score_means, raw_score_stdevs: the score distribution of the node's
+        own evaluation (a finished game's count and its fixed spread), in the
+        same player's view: what a later search recomputes the score
+        utilities from when its centre moves (``gojax.search``).
       node_utility_squares: mean of the squared utilities backed up through
         the node, so that ``node_utility_squares - utility ** 2`` is their
         variance.
@@ -57,6 +61,8 @@ class Tree(mctx.Tree):
     node_scores: chex.Array
     node_score_utilities: chex.Array
     raw_score_utilities: chex.Array
+    raw_score_means: chex.Array
+    raw_score_stdevs: chex.Array
     node_utility_squares: chex.Array
 
 
@@ -192,6 +198,8 @@ def _reroot(tree: Tree, action: jax.Array) -> Tree:
         node_scores=take(tree.node_scores, 0.0),
         node_score_utilities=take(tree.node_score_utilities, 0.0),
         raw_score_utilities=take(tree.raw_score_utilities, 0.0),
+        raw_score_means=take(tree.raw_score_means, 0.0),
+        raw_score_stdevs=take(tree.raw_score_stdevs, 0.0),
         node_utility_squares=take(tree.node_utility_squares, 0.0),
         parents=parents,
         action_from_parent=action_from_parent,

@@ -114,6 +114,7 @@ __all__ = [
     "make_recurrent_fn",
     "principal_variation",
     "reuse_subtree",
+    "root_score_means",
     "root_stats",
     "search",
     "uniform_evaluator",
@@ -436,6 +437,17 @@ def evaluate_with_score(
 ScoreUtility = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
+class _Children(NamedTuple):
+    """What :func:`_step` finds below ``[B]`` positions: mctx's output and ``[B]`` children."""
+
+    out: mctx.RecurrentFnOutput
+    states: GoState
+    score: jax.Array
+    score_mean: jax.Array
+    score_stdev: jax.Array
+    score_utility: jax.Array
+
+
 def _step(
     evaluator: Evaluator,
     key: jax.Array,
@@ -444,9 +456,9 @@ def _step(
     action_legal: jax.Array,
     moves: Callable[[GoState], jax.Array] | None = None,
     utility: ScoreUtility | None = None,
-) -> tuple[mctx.RecurrentFnOutput, GoState, jax.Array, jax.Array]:
+) -> _Children:
     """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value,
-    score and score utility ``[B]``.
+    score, score distribution and score utility ``[B]``.
 
     ``action_legal [B]`` says whether each action is legal in its parent; an
     illegal one (possible only if priors give it weight) loses for the player
@@ -455,9 +467,10 @@ def _step(
     :func:`_search_moves`; default: the legal moves). The score is for the
     player to move at the child, the one who did not choose the action: the
     evaluator's, or in a game that just ended the rules' count (an illegal
-    choice loses by the whole board). The score utility is ``utility``'s of
-    the evaluator's distribution (of a finished game's count), for the same
-    player; 0 without ``utility``.
+    choice loses by the whole board). The score distribution is the
+    evaluator's (a finished game's count and :func:`_utility.final_score_stdev`)
+    and the score utility ``utility``'s of it, for the same player; 0 without
+    ``utility``.
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -489,14 +502,16 @@ def _step(
     points = float(parents.board.shape[-1])
     final = jnp.where(illegal, points, jnp.where(ended, -margin, 0.0))
     score = jnp.where(children.terminated, final, score).astype(jnp.float32)
+    mean = jnp.where(children.terminated, final, score_mean).astype(jnp.float32)
+    stdev = jnp.where(children.terminated, _utility.final_score_stdev(final), score_stdev)
+    stdev = stdev.astype(jnp.float32)
     if utility is None:
-        return out, children, score, jnp.zeros_like(score)
+        return _Children(out, children, score, mean, stdev, jnp.zeros_like(score))
     # The child's player is the one who did not move (an illegal choice's copy of the
     # parent keeps the chooser to move).
     player = -parents.to_play.astype(jnp.int32)
-    mean = jnp.where(children.terminated, final, score_mean)
-    stdev = jnp.where(children.terminated, _utility.final_score_stdev(final), score_stdev)
-    return out, children, score, utility(mean, stdev, player).astype(jnp.float32)
+    score_utility = utility(mean, stdev, player).astype(jnp.float32)
+    return _Children(out, children, score, mean, stdev, score_utility)
 
 
 def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
@@ -511,8 +526,8 @@ def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
     def recurrent_fn(params, key, action, embedding):
         del params
         action_legal = jax.vmap(legal_moves)(embedding)[jnp.arange(action.shape[0]), action]
-        out, children, _, _ = _step(evaluator, key, embedding, action, action_legal)
-        return out, children
+        step = _step(evaluator, key, embedding, action, action_legal)
+        return step.out, step.states
 
     return recurrent_fn
 
@@ -588,9 +603,8 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves, ut
     rows = jnp.arange(parent.shape[0])
     parent_states = jax.tree.map(lambda x: x[rows, parent], tree.embeddings)
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
-    out, states, score, score_utility = _step(
-        evaluator, key, parent_states, action, action_legal, moves, utility
-    )
+    step = _step(evaluator, key, parent_states, action, action_legal, moves, utility)
+    out, score_utility = step.out, step.score_utility
 
     def at_node(x, new):  # inactive games write out of range, which is dropped
         return x.at[rows, jnp.where(active, child, x.shape[1])].set(new, mode="drop")
@@ -602,13 +616,15 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves, ut
         children_prior_logits=at_node(tree.children_prior_logits, out.prior_logits),
         raw_values=at_node(tree.raw_values, out.value),
         node_values=at_node(tree.node_values, out.value),
-        node_scores=at_node(tree.node_scores, score),
+        node_scores=at_node(tree.node_scores, step.score),
         node_score_utilities=at_node(tree.node_score_utilities, score_utility),
         raw_score_utilities=at_node(tree.raw_score_utilities, score_utility),
+        raw_score_means=at_node(tree.raw_score_means, step.score_mean),
+        raw_score_stdevs=at_node(tree.raw_score_stdevs, step.score_stdev),
         node_utility_squares=at_node(tree.node_utility_squares, (out.value + score_utility) ** 2),
         # An existing child (finished game, max_depth) is expanded again: one more visit.
         node_visits=at_node(tree.node_visits, tree.node_visits[rows, child] + 1),
-        embeddings=jax.tree.map(at_node, tree.embeddings, states),
+        embeddings=jax.tree.map(at_node, tree.embeddings, step.states),
         parents=at_node(tree.parents, parent),
         action_from_parent=at_node(tree.action_from_parent, action),
         children_index=at_edge(tree.children_index, child),
@@ -706,6 +722,83 @@ def _backward(tree: Tree, leaf: jax.Array) -> Tree:
     )
 
 
+def _node_players(tree: Tree) -> jax.Array:
+    """``[B, N]`` int32: +1 (Black) or -1 (White), the player whose view a node's numbers
+    take: the root's player to move, below it the one who did not choose the node's move
+    (so views alternate ply by ply; an illegal choice's copy of its parent keeps the
+    chooser to move but takes the other view). 0 on blank nodes."""
+    to_play = tree.embeddings.to_play.astype(jnp.int32)
+    parents = tree.parents
+    chooser = jnp.take_along_axis(to_play, jnp.maximum(parents, 0), axis=1)
+    return jnp.where(parents >= 0, -chooser, to_play)
+
+
+def _own_visits(tree: Tree) -> jax.Array:
+    """``[B, N]`` the visits that ended at each node (its own evaluation: one, or every
+    visit of a finished game or a node at the depth limit), the rest went to children."""
+    return tree.node_visits - jnp.sum(tree.children_visits, axis=-1)
+
+
+def root_score_means(tree: Tree) -> jax.Array:
+    """``[B]`` the mean ``scoreMean`` of the evaluations below each root, for its player to
+    move: KataGo's ``scoreMeanAvg``, which centres its dynamic score utility. Each visit
+    counts its own evaluation, negated once per ply below the root."""
+    players = _node_players(tree)
+    own = _own_visits(tree).astype(jnp.float32)
+    total = jnp.sum(own * tree.raw_score_means * players, axis=1) * players[:, Tree.ROOT_INDEX]
+    return total / jnp.maximum(tree.node_visits[:, Tree.ROOT_INDEX], 1)
+
+
+def _rescored(tree: Tree, utility: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]) -> Tree:
+    """``tree`` with every score utility recomputed by ``utility(mean, stdev, player) -> [B, N]``
+    from the nodes' stored score distributions, and backed up again: each node's mean
+    score utility and squared utility become what :func:`_backward` would have averaged
+    had ``utility`` been used from the start. KataGo recomputes its whole tree this way
+    when a new search moves the centre of the dynamic score utility.
+
+    A node's sums are its own visits' plus its children's (nodes come after their parents,
+    so one pass from the last node to the first adds each finished subtree to its parent):
+    score utilities negated once per ply; a finished child, whose value lives in the
+    edge's reward, adds ``(reward - its score utility) ** 2`` per visit to the squares.
+    """
+    batch, nodes = tree.node_visits.shape
+    rows = jnp.arange(batch)
+    visited = tree.node_visits > 0
+    players = _node_players(tree)
+    raw = utility(tree.raw_score_means, tree.raw_score_stdevs, players)
+    raw = jnp.where(visited, raw, 0.0).astype(jnp.float32)
+    own = _own_visits(tree).astype(jnp.float32)
+    visits = tree.node_visits.astype(jnp.float32)
+
+    parents = jnp.maximum(tree.parents, 0)
+    actions = jnp.maximum(tree.action_from_parent, 0)
+    edge_reward = tree.children_rewards[rows[:, None], parents, actions]  # [B, N]
+    edge_finished = tree.children_discounts[rows[:, None], parents, actions] == 0.0
+    finished_squares = visits * (edge_reward - raw) ** 2  # a finished node has no children
+    targets = jnp.where(tree.parents >= 0, tree.parents, nodes)  # out of range: dropped
+
+    def add_to_parent(i, sums):
+        utilities, squares = sums
+        node = nodes - 1 - i
+        up = jnp.where(edge_finished[:, node], finished_squares[:, node], squares[:, node])
+        return (
+            utilities.at[rows, targets[:, node]].add(-utilities[:, node], mode="drop"),
+            squares.at[rows, targets[:, node]].add(up, mode="drop"),
+        )
+
+    own_utilities = own * raw
+    own_squares = own * (tree.raw_values + raw) ** 2
+    utilities, squares = jax.lax.fori_loop(
+        0, nodes - 1, add_to_parent, (own_utilities, own_squares)
+    )
+    count = jnp.maximum(visits, 1.0)
+    return tree.replace(
+        raw_score_utilities=raw,
+        node_score_utilities=jnp.where(visited, utilities / count, 0.0),
+        node_utility_squares=jnp.where(visited, squares / count, 0.0),
+    )
+
+
 def _run_simulations(
     tree: Tree,
     key,
@@ -750,6 +843,8 @@ def _new_tree(
     prior_logits,
     value,
     score,
+    score_mean,
+    score_stdev,
     score_utility,
     capacity: int,
     legal,
@@ -769,6 +864,8 @@ def _new_tree(
         node_scores=jnp.zeros(shape, jnp.float32).at[:, 0].set(score),
         node_score_utilities=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_utility),
         raw_score_utilities=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_utility),
+        raw_score_means=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_mean),
+        raw_score_stdevs=jnp.zeros(shape, jnp.float32).at[:, 0].set(score_stdev),
         node_utility_squares=jnp.zeros(shape, jnp.float32)
         .at[:, 0]
         .set((value + score_utility) ** 2),
@@ -813,6 +910,8 @@ def _pad_tree(tree: Tree, capacity: int) -> Tree:
             "node_scores",
             "node_score_utilities",
             "raw_score_utilities",
+            "raw_score_means",
+            "raw_score_stdevs",
             "node_utility_squares",
             "parents",
             "action_from_parent",
@@ -1016,7 +1115,9 @@ def search(
         root_utility = (
             score_utility(mean, stdev, states.to_play, center) if weighs else jnp.zeros_like(value)
         )
-        new = _new_tree(states, prior, value, score, root_utility, size_nodes, legal, extra_data)
+        new = _new_tree(
+            states, prior, value, score, mean, stdev, root_utility, size_nodes, legal, extra_data
+        )
         return new, center
 
     if tree is None:
@@ -1027,17 +1128,18 @@ def search(
         if avoid is not None:
             keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
         nodes = tree.node_visits.shape[1]
-        # A kept root centres on its mean score (KataGo: its mean scoreMean). Its nodes keep
-        # the score utilities of the search that made them (KataGo recomputes them all
-        # around the new centre).
-        kept_center = centers(tree.node_scores[:, Tree.ROOT_INDEX])
 
         def refresh():
-            fresh, fresh_center = fresh_tree(nodes)
-            return _where(keep, tree, fresh), jnp.where(keep, kept_center, fresh_center)
+            return _where(keep, tree, fresh_tree(nodes)[0])
 
         # The root evaluation is skipped when every game keeps its tree (one game in GTP).
-        tree, center = jax.lax.cond(jnp.all(keep), lambda: (tree, kept_center), refresh)
+        tree = jax.lax.cond(jnp.all(keep), lambda: tree, refresh)
+        # As KataGo: a kept root centres on the mean scoreMean below it, and every kept
+        # node's score utilities are recomputed around that centre (a fresh root's
+        # centre and utility come out as ``fresh_tree`` made them).
+        if weighs:
+            center = centers(root_score_means(tree))
+            tree = _rescored(tree, lambda m, s, p: score_utility(m, s, p, center[:, None]))
         if root_eval is not None:  # a kept root was evaluated as a child: take the root's prior
             prior = _mask_logits(root_eval[0], legal)
             tree = tree.replace(

@@ -21,7 +21,7 @@ from test_search_scores import _formula
 
 import gojax
 from gojax import _utility
-from gojax.search import SearchConfig, root_stats
+from gojax.search import SearchConfig, _rescored, reuse_subtree, root_score_means, root_stats
 
 
 def _distribution(states: gojax.GoState):
@@ -88,9 +88,10 @@ def test_dynamic_center_and_finished_spread_follow_katago():
     np.testing.assert_allclose(spread, [0.5, 0.0, 0.5])
 
 
-def check_utility_identities(tree, game: int, center_black: float, size: int) -> int:
-    """Every node's score utility (own and mean) and mean squared utility against its
-    evaluation (recomputed from its position) and its children's. Returns nodes checked."""
+def _evaluations(tree, game: int):
+    """One game's tree in float64 NumPy, and each node's own evaluation recomputed from its
+    position: value, score mean and deviation (a finished game's count and spread), the
+    player whose view they take, and whether the game is over there."""
     t = jax.tree.map(lambda x: np.asarray(x[game], np.float64), tree)
     node_states = jax.tree.map(lambda x: jnp.asarray(x[game]), tree.embeddings)
     value, _, mean, stdev = (np.asarray(x, np.float64) for x in _distribution(node_states))
@@ -101,6 +102,13 @@ def check_utility_identities(tree, game: int, center_black: float, size: int) ->
     finished = np.asarray(node_states.terminated)
     mean = np.where(finished, t.node_scores, mean)
     stdev = np.where(finished, np.asarray(_utility.final_score_stdev(t.node_scores)), stdev)
+    return t, value, mean, stdev, player, finished
+
+
+def check_utility_identities(tree, game: int, center_black: float, size: int) -> int:
+    """Every node's score utility (own and mean) and mean squared utility against its
+    evaluation (recomputed from its position) and its children's. Returns nodes checked."""
+    t, value, mean, stdev, player, finished = _evaluations(tree, game)
     own = np.asarray(_utility.score_utility(mean, stdev, center_black * player, size), np.float64)
     checked = 0
     for node in np.flatnonzero(t.node_visits > 0):
@@ -146,6 +154,63 @@ def test_every_node_averages_the_score_utilities_of_its_visits():
     np.testing.assert_allclose(
         np.asarray(stats.utility)[visited], (np.asarray(stats.q) - su)[visited], atol=1e-6
     )
+
+
+def _mean_score_mean(tree, game: int) -> float:
+    """The root's mean scoreMean over its visits, by recursion from the root: each node's
+    own evaluations plus its children's subtrees, negated once per ply."""
+    t, _, mean, _, _, _ = _evaluations(tree, game)
+
+    def total(node: int) -> float:
+        kids = t.children_index[node][t.children_index[node] >= 0].astype(int)
+        own = t.node_visits[node] - sum(t.node_visits[k] for k in kids)
+        return own * mean[node] - sum(total(k) for k in kids)
+
+    return total(0) / t.node_visits[0]
+
+
+def test_a_kept_tree_is_rescored_around_its_new_center():
+    """A continued search moves the centre to the mean scoreMean of the kept root (KataGo's
+    ``recentScoreCenter``) and recomputes every kept node's score utilities around it, as
+    if the whole tree had been searched with that centre."""
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=8), 2)
+    states = states.replace(to_play=states.to_play.at[1].set(-1))
+    config = SearchConfig(kind="katago", num_simulations=64, temperature_moves=0)
+    run = searcher(distribution_evaluator, config)
+    first = run(states, jax.random.key(4))
+    kept = fast_jit(reuse_subtree)(first.tree, first.action)
+    children = fast_jit(jax.vmap(gojax.play))(states, first.action)
+    _, _, old_mean, _ = _distribution(states)
+    old = np.asarray(_utility.dynamic_center(old_mean, 5)) * np.asarray(states.to_play)
+    np.testing.assert_allclose(root_score_means(kept), [_mean_score_mean(kept, g) for g in (0, 1)],
+                               atol=1e-5)  # fmt: skip
+    mover = np.asarray(children.to_play)
+    new = np.asarray(_utility.dynamic_center(root_score_means(kept), 5)) * mover
+    assert np.all(np.abs(new - old) > 0.05)  # premise: the centre moved
+    assert np.all(np.asarray(kept.node_visits[:, 0]) > 8)  # premise: a tree was kept
+    second = searcher(distribution_evaluator, config)(children, jax.random.key(5), tree=kept)
+    for game in range(2):
+        assert check_utility_identities(second.tree, game, float(new[game]), 5) > 10
+
+
+def test_rescoring_with_the_search_center_changes_nothing():
+    """Recomputing a searched tree's score utilities around the centre it was searched with
+    gives back what the backups averaged, finished games and their rewards included."""
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=6), 2)
+    states = states.replace(to_play=states.to_play.at[1].set(-1))
+    config = SearchConfig(kind="katago", num_simulations=64, temperature_moves=0)
+    tree = searcher(distribution_evaluator, config)(states, jax.random.key(6)).tree
+    _, _, root_mean, _ = _distribution(states)
+    center = _utility.dynamic_center(root_mean, 5) * states.to_play
+
+    def utility(mean, stdev, player):
+        return _utility.score_utility(mean, stdev, center[:, None] * player, 5)
+
+    again = fast_jit(_rescored, static_argnums=1)(tree, utility)
+    for name in ("raw_score_utilities", "node_score_utilities", "node_utility_squares"):
+        np.testing.assert_allclose(getattr(again, name), getattr(tree, name), atol=2e-6)
+    np.testing.assert_allclose(root_score_means(tree), [_mean_score_mean(tree, g) for g in (0, 1)],
+                               atol=1e-5)  # fmt: skip
 
 
 def test_without_weights_the_search_ignores_scores():
