@@ -427,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     from eval.match import register as register_match
 
     register_match(commands)
+    from eval.recount import register as register_recount
+
+    register_recount(commands)
     from eval.gtp import register as register_gtp
 
     register_gtp(commands)

@@ -443,6 +443,29 @@ def test_match_folders_render_as_a_strength_table_and_plot(tmp_path):
     assert (tmp_path / "fig" / "strength.png").read_bytes()[:8] == PNG
 
 
+def test_a_recounted_match_gets_a_column_of_its_recounted_win_rate(tmp_path):
+    strength = tmp_path / "results" / "strength"
+    # Game 0: A (Black) won by the match's count; the engine's count gives it to White.
+    _match_folder(strength / "small", 9, [("A", "A"), ("B", "B")])
+    _match_folder(strength / "other", 9, [("A", "A")])
+    recount = {"game": 0, "result": "B+3", "recount": "W+2"}
+    (strength / "small" / "recount.jsonl").write_text(json.dumps(recount) + "\n")
+    (tmp_path / "B.md").write_text("<!-- report:strength -->\n<!-- /report:strength -->\n")
+    result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
+    assert result.ok and not result.warnings, result
+    text = (tmp_path / "B.md").read_text()
+    assert "| A win rate, recounted |" in text and "`gojax recount`" in text
+    rows = {line.split("`")[1]: line for line in text.splitlines() if line.startswith("| `")}
+    small = "| `small` | 9×9 | 7 | ours | gnugo | 2 | 1 (1 / 0) | 0 | 50.0% ("
+    assert rows["small"].startswith(small)
+    assert rows["small"].endswith(" | 0.0% |")  # both games lost by the engine's count
+    assert rows["other"].endswith(" | – |")  # never recounted
+    (strength / "small" / "recount.jsonl").write_text("{not json\n")
+    entries, _ = find_results(tmp_path / "results")
+    with pytest.raises(ValueError, match=r"recount.jsonl: not a recount file"):
+        render_result(entries[0])
+
+
 def test_a_broken_match_manifest_is_named(tmp_path):
     strength = tmp_path / "results" / "strength"
     _match_folder(strength / "m", 9, [("A", "A")])

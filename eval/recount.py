@@ -1,0 +1,158 @@
+"""Re-count the scored games of a match with a GTP engine's own count (``final_score``).
+
+``gojax match`` scores a game that ends by two passes by Tromp-Taylor area on
+the final board: every stone counts as alive. Under rules that remove dead
+stones by agreement (``chinese``, ``aga``, ``japanese``) an engine such as
+KataGo passes with dead stones still on the board, and that count can give
+away a game it had won. ``gojax recount FOLDER --engine CMD`` replays every
+game of the match that ended by the score into ``CMD`` (the match's size,
+komi and rules), asks it for ``final_score`` (its own count, dead stones
+removed as it judges them), writes ``recount.jsonl`` in the folder and prints
+engine A's results under both counts. Resignations, forfeits and the move
+cap are kept as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+from eval.gtp_client import EngineError, GTPEngine
+from eval.match import MatchResult, _setup, read_match, wilson_interval
+from gojax import sgf
+from gojax._atomic import write_atomic
+from gojax._coords import action_to_gtp
+
+RECOUNT_FILE = "recount.jsonl"
+_FINAL_SCORE = re.compile(r"([BW])\+(\d+(?:\.\d+)?)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recount:
+    """One scored game: the match's result and the engine's count, both as SGF ``RE``."""
+
+    game: int
+    result: str  # the match's Tromp-Taylor count
+    recount: str  # the engine's final_score: "B+3.5", "W+2", "0" (a draw)
+
+
+def parse_final_score(text: str) -> str:
+    """GTP ``final_score`` (``B+3.5``, ``W+2``, ``0``) as an SGF result; ValueError otherwise."""
+    answer = text.strip()
+    if answer in ("0", "Draw", "draw", "Jigo", "jigo", "B+0", "W+0"):
+        return "0"
+    found = _FINAL_SCORE.fullmatch(answer)
+    if not found:
+        raise ValueError(f"not a final_score answer: {text!r}")
+    return f"{found.group(1)}+{float(found.group(2)):g}"
+
+
+def _points(result: str, colour: str) -> float:
+    """What a result (SGF ``RE``) is worth to the player of ``colour``: 1, 1/2 or 0."""
+    if result == "0":
+        return 0.5
+    return 1.0 if result.startswith(colour + "+") else 0.0
+
+
+def recount_match(folder: str | Path, engine: str, *, timeout: float = 120.0) -> list[Recount]:
+    """Every game of the match in ``folder`` that ended by the score, counted by ``engine``.
+
+    Writes them to ``recount.jsonl`` in the folder (atomically, one line a game).
+    Raises ValueError for a folder that holds no match or an unreadable SGF, and
+    ``EngineError`` when the engine fails or answers ``final_score`` with nonsense.
+    """
+    folder = Path(folder)
+    match = read_match(folder)
+    size = match.config.size
+    recounts = []
+    scored = [game for game in match.games if game.reason == "score"]
+    if scored:
+        with GTPEngine(engine, label="recount", timeout=timeout, start_timeout=300.0) as gtp:
+            for game in scored:
+                record = sgf.load(folder / game.sgf)
+                _setup(gtp, dataclasses.replace(match.config, time=None))
+                for colour, action in record.moves:
+                    gtp.send(f"play {colour} {action_to_gtp(action, size)}")
+                answer = gtp.send("final_score")
+                try:
+                    counted = parse_final_score(answer)
+                except ValueError as err:
+                    raise EngineError("recount", "final_score", str(err)) from None
+                recounts.append(Recount(game.game, game.result, counted))
+    lines = "".join(json.dumps(dataclasses.asdict(r), sort_keys=True) + "\n" for r in recounts)
+    write_atomic(folder / RECOUNT_FILE, lines)
+    return recounts
+
+
+def read_recounts(folder: str | Path) -> list[Recount] | None:
+    """The recounted games of a match folder, or None if it was never recounted; a file
+    that is not a recount raises ValueError naming it."""
+    path = Path(folder) / RECOUNT_FILE
+    if not path.exists():
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [Recount(**json.loads(line)) for line in lines if line.strip()]
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: not a recount file ({err})") from None
+
+
+def win_rate_a(match: MatchResult, recounts: list[Recount]) -> tuple[float, int, int, int]:
+    """Engine A's win rate (a draw counts half) and its wins, losses and draws, with the
+    recounted results in place of the match's."""
+    recounted = {r.game: r.recount for r in recounts}
+    wins = losses = draws = 0
+    for game in match.games:
+        colour = "B" if game.black == "A" else "W"
+        points = _points(recounted.get(game.game, game.result), colour)
+        wins, losses, draws = wins + (points == 1), losses + (points == 0), draws + (points == 0.5)
+    total = max(len(match.games), 1)
+    return (wins + 0.5 * draws) / total, wins, losses, draws
+
+
+def cmd_recount(args: argparse.Namespace) -> int:
+    try:
+        match = read_match(args.folder)
+        recounts = recount_match(args.folder, args.engine)
+    except (ValueError, OSError, EngineError) as err:
+        print(f"gojax recount: error: {err}", file=sys.stderr)
+        return 2
+    names = match.names
+    differ = 0
+    for r in recounts:
+        changed = _points(r.result, "B") != _points(r.recount, "B")
+        differ += changed
+        mark = "  <- another winner" if changed else ""
+        print(f"game {r.game + 1:4d}: match {r.result:>7}  engine {r.recount:>7}{mark}")
+    before = match.win_rate_a
+    rate, wins, losses, draws = win_rate_a(match, recounts)
+    low, high = wilson_interval(wins + 0.5 * draws, len(match.games))
+    print(
+        f"\n{len(recounts)} of {len(match.games)} games ended by the score; "
+        f"the engine's count gives {differ} of them another winner"
+    )
+    print(f"A ({names['A']}) win rate by the match's count: {before:.1%}")
+    print(
+        f"A ({names['A']}) win rate by the engine's count: {rate:.1%} "
+        f"({wins} won, {losses} lost, {draws} drawn; 95% Wilson {low:.1%}..{high:.1%})"
+    )
+    print(f"written to {Path(args.folder) / RECOUNT_FILE}")
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``gojax recount`` to the subcommands of the ``gojax`` parser."""
+    recount = commands.add_parser(
+        "recount",
+        help="re-count a match's scored games with a GTP engine's own final_score",
+        description=__doc__.split("\n\n")[1],
+    )
+    recount.add_argument("folder", help="a gojax match folder")
+    recount.add_argument(
+        "--engine", required=True, metavar="CMD", help="the GTP engine that counts"
+    )
+    recount.set_defaults(run=cmd_recount)
