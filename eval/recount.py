@@ -19,6 +19,7 @@ import dataclasses
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from eval.gtp_client import EngineError, GTPEngine
@@ -58,10 +59,17 @@ def _points(result: str, colour: str) -> float:
     return 1.0 if result.startswith(colour + "+") else 0.0
 
 
-def recount_match(folder: str | Path, engine: str, *, timeout: float = 120.0) -> list[Recount]:
+def recount_match(
+    folder: str | Path,
+    engine: str,
+    *,
+    timeout: float = 120.0,
+    progress: Callable[[Recount], None] | None = None,
+) -> list[Recount]:
     """Every game of the match in ``folder`` that ended by the score, counted by ``engine``.
 
-    Writes them to ``recount.jsonl`` in the folder (atomically, one line a game).
+    ``progress`` is called with each game as soon as it is counted. Writes them all to
+    ``recount.jsonl`` in the folder (atomically, one line a game) at the end.
     Raises ValueError for a folder that holds no match or an unreadable SGF, and
     ``EngineError`` when the engine fails or answers ``final_score`` with nonsense.
     """
@@ -83,6 +91,8 @@ def recount_match(folder: str | Path, engine: str, *, timeout: float = 120.0) ->
                 except ValueError as err:
                     raise EngineError("recount", "final_score", str(err)) from None
                 recounts.append(Recount(game.game, game.result, counted))
+                if progress is not None:
+                    progress(recounts[-1])
     lines = "".join(json.dumps(dataclasses.asdict(r), sort_keys=True) + "\n" for r in recounts)
     write_atomic(folder / RECOUNT_FILE, lines)
     return recounts
@@ -115,19 +125,22 @@ def win_rate_a(match: MatchResult, recounts: list[Recount]) -> tuple[float, int,
 
 
 def cmd_recount(args: argparse.Namespace) -> int:
+    differ = 0
+
+    def show(r: Recount) -> None:
+        nonlocal differ
+        changed = _points(r.result, "B") != _points(r.recount, "B")
+        differ += changed
+        mark = "  <- another winner" if changed else ""
+        print(f"game {r.game + 1:4d}: match {r.result:>7}  engine {r.recount:>7}{mark}", flush=True)
+
     try:
         match = read_match(args.folder)
-        recounts = recount_match(args.folder, args.engine)
+        recounts = recount_match(args.folder, args.engine, progress=show)
     except (ValueError, OSError, EngineError) as err:
         print(f"gojax recount: error: {err}", file=sys.stderr)
         return 2
     names = match.names
-    differ = 0
-    for r in recounts:
-        changed = _points(r.result, "B") != _points(r.recount, "B")
-        differ += changed
-        mark = "  <- another winner" if changed else ""
-        print(f"game {r.game + 1:4d}: match {r.result:>7}  engine {r.recount:>7}{mark}")
     before = match.win_rate_a
     rate, wins, losses, draws = win_rate_a(match, recounts)
     low, high = wilson_interval(wins + 0.5 * draws, len(match.games))
