@@ -732,8 +732,21 @@ def cmd_match(args: argparse.Namespace) -> int:
         return 2
     print()
     print(format_table(result))
+    if config.rules not in COUNTS_THE_BOARD and any(g.reason == "score" for g in result.games):
+        print(
+            f"\nnote: games that ended by two passes were counted by Tromp-Taylor area as the "
+            f"board stood; under {config.rules} rules engines such as KataGo and GnuGo pass with "
+            f"dead stones on the board and lose points they would keep by agreement. "
+            f"`gojax recount {config.out} --engine CMD` counts them again with an engine's "
+            f"final_score; --rules tromp-taylor makes engines capture them first."
+        )
     print(f"\nSGF files and {RESULTS_FILE} in {config.out}")
     return 0
+
+
+# Rules under which engines know that the stones on the board at the end are counted as
+# they stand (no dead stones removed by agreement), so the match's count is theirs.
+COUNTS_THE_BOARD = ("tromp-taylor", "new-zealand")
 
 
 def register(commands) -> None:

@@ -436,6 +436,18 @@ def test_cli_match_runs_and_prints_the_table(fake, tmp_path, capsys, monkeypatch
     assert "game 1/2: A (first) B vs B (second) W: W+0.5 by score" in out
     assert "A win rate: 50.0% (95% Wilson interval 9.5%..90.5%)" in out
     assert sgf.load(tmp_path / "game-0002.sgf").player_black == "second"
+    assert "gojax recount" not in out  # Tromp-Taylor rules: the count is the engines' own
+
+
+def test_cli_match_under_chinese_rules_points_to_recount(fake, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GOJAX_CACHE", "")
+    code = cli.main(
+        ["match", "--engine-a", fake, "--engine-b", fake, "--games", "1", "--komi", "0.5",
+         "--rules", "chinese", "--out", str(tmp_path)]
+    )  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == 0 and "by score" in out
+    assert f"gojax recount {tmp_path} --engine CMD" in out and "dead stones" in out
 
 
 @pytest.mark.parametrize(
