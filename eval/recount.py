@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eval.gtp_client import EngineError, GTPEngine
-from eval.match import MatchResult, _setup, read_match, wilson_interval
+from eval.match import MatchResult, _setup, read_match
 from gojax import sgf
 from gojax._atomic import write_atomic
 from gojax._coords import action_to_gtp
@@ -50,13 +50,6 @@ def parse_final_score(text: str) -> str:
     if not found:
         raise ValueError(f"not a final_score answer: {text!r}")
     return f"{found.group(1)}+{float(found.group(2)):g}"
-
-
-def _points(result: str, colour: str) -> float:
-    """What a result (SGF ``RE``) is worth to the player of ``colour``: 1, 1/2 or 0."""
-    if result == "0":
-        return 0.5
-    return 1.0 if result.startswith(colour + "+") else 0.0
 
 
 def recount_match(
@@ -111,17 +104,26 @@ def read_recounts(folder: str | Path) -> list[Recount] | None:
         raise ValueError(f"{path}: not a recount file ({err})") from None
 
 
+def recounted(match: MatchResult, recounts: list[Recount]) -> MatchResult:
+    """``match`` with each recounted game's result and winner replaced by the engine's
+    count, so that its tallies (``wins``, ``win_rate_a``, ``interval_a``) are the recount's."""
+    counted = {r.game: r.recount for r in recounts}
+    games = []
+    for game in match.games:
+        if game.game in counted:
+            colour = sgf.result_winner(counted[game.game])  # +1 Black, -1 White, 0 a draw
+            winner = None if colour == 0 else (game.black if colour == 1 else game.white)
+            game = dataclasses.replace(game, result=counted[game.game], winner=winner)
+        games.append(game)
+    return dataclasses.replace(match, games=games)
+
+
 def win_rate_a(match: MatchResult, recounts: list[Recount]) -> tuple[float, int, int, int]:
     """Engine A's win rate (a draw counts half) and its wins, losses and draws, with the
     recounted results in place of the match's."""
-    recounted = {r.game: r.recount for r in recounts}
-    wins = losses = draws = 0
-    for game in match.games:
-        colour = "B" if game.black == "A" else "W"
-        points = _points(recounted.get(game.game, game.result), colour)
-        wins, losses, draws = wins + (points == 1), losses + (points == 0), draws + (points == 0.5)
-    total = max(len(match.games), 1)
-    return (wins + 0.5 * draws) / total, wins, losses, draws
+    again = recounted(match, recounts)
+    wins, draws = again.wins("A"), again.draws
+    return again.win_rate_a, wins, len(again.games) - wins - draws, draws
 
 
 def cmd_recount(args: argparse.Namespace) -> int:
@@ -129,7 +131,7 @@ def cmd_recount(args: argparse.Namespace) -> int:
 
     def show(r: Recount) -> None:
         nonlocal differ
-        changed = _points(r.result, "B") != _points(r.recount, "B")
+        changed = sgf.result_winner(r.result) != sgf.result_winner(r.recount)
         differ += changed
         mark = "  <- another winner" if changed else ""
         print(f"game {r.game + 1:4d}: match {r.result:>7}  engine {r.recount:>7}{mark}", flush=True)
@@ -143,7 +145,7 @@ def cmd_recount(args: argparse.Namespace) -> int:
     names = match.names
     before = match.win_rate_a
     rate, wins, losses, draws = win_rate_a(match, recounts)
-    low, high = wilson_interval(wins + 0.5 * draws, len(match.games))
+    low, high = recounted(match, recounts).interval_a
     print(
         f"\n{len(recounts)} of {len(match.games)} games ended by the score; "
         f"the engine's count gives {differ} of them another winner"

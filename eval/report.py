@@ -791,14 +791,14 @@ def _plot_strength(matches, path: Path, recounts=None) -> None:
 
     played = [(folder, m) for folder, m in matches if m.games]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(played) + 1.6))
+    from eval.recount import win_rate_a
+
     recounted_any = False
     for y, (folder, m) in enumerate(played):
         lo, hi = m.interval_a
         rate = m.win_rate_a
         ax.errorbar(rate, y, xerr=[[rate - lo], [hi - rate]], fmt="o", color="C0", capsize=3)
         if recounts is not None and recounts.get(folder) is not None:
-            from eval.recount import win_rate_a
-
             again = win_rate_a(m, recounts[folder])[0]
             label = "recounted by an engine's final_score" if not recounted_any else None
             ax.plot(again, y, "x", color="C3", label=label)

@@ -777,9 +777,13 @@ def _rescored(tree: Tree, utility: Callable[[jax.Array, jax.Array, jax.Array], j
     finished_squares = visits * (edge_reward - raw) ** 2  # a finished node has no children
     targets = jnp.where(tree.parents >= 0, tree.parents, nodes)  # out of range: dropped
 
+    # Nodes are numbered from 0 without gaps (mctx's order, kept by re-rooting): the pass
+    # covers only the slots some game uses.
+    used = jnp.max(jnp.sum(visited, axis=1))
+
     def add_to_parent(i, sums):
         utilities, squares = sums
-        node = nodes - 1 - i
+        node = used - 1 - i
         up = jnp.where(edge_finished[:, node], finished_squares[:, node], squares[:, node])
         return (
             utilities.at[rows, targets[:, node]].add(-utilities[:, node], mode="drop"),
@@ -788,9 +792,7 @@ def _rescored(tree: Tree, utility: Callable[[jax.Array, jax.Array, jax.Array], j
 
     own_utilities = own * raw
     own_squares = own * (tree.raw_values + raw) ** 2
-    utilities, squares = jax.lax.fori_loop(
-        0, nodes - 1, add_to_parent, (own_utilities, own_squares)
-    )
+    utilities, squares = jax.lax.fori_loop(0, used - 1, add_to_parent, (own_utilities, own_squares))
     count = jnp.maximum(visits, 1.0)
     return tree.replace(
         raw_score_utilities=raw,

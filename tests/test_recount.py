@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 
 import pytest
+from test_match import _gnugo as gnugo_path
 
 import gojax
 from eval.match import GameResult, read_match
@@ -34,7 +34,7 @@ MOVES = [
 
 
 def _gnugo() -> str:
-    found = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+    found = gnugo_path()
     if found is None:
         pytest.skip("gnugo is not installed (apt-get install gnugo)")
     return f"{found} --mode gtp --level 0"

@@ -188,7 +188,7 @@ def test_a_kept_tree_is_rescored_around_its_new_center():
     new = np.asarray(_utility.dynamic_center(root_score_means(kept), 5)) * mover
     assert np.all(np.abs(new - old) > 0.05)  # premise: the centre moved
     assert np.all(np.asarray(kept.node_visits[:, 0]) > 8)  # premise: a tree was kept
-    second = searcher(distribution_evaluator, config)(children, jax.random.key(5), tree=kept)
+    second = run(children, jax.random.key(5), tree=kept)
     for game in range(2):
         assert check_utility_identities(second.tree, game, float(new[game]), 5) > 10
 
