@@ -12,8 +12,13 @@ and is never passed on. A game ends after two passes in a row, a resignation
 or the move cap, and is scored by the rules' count with komi on the final
 board (``gojax.score``: Tromp-Taylor area, or under ``japanese`` territory and
 prisoners; stones count as alive unless inside pass-alive area, so engines
-should capture dead stones before passing). An engine that hangs past the
-move timeout or dies loses the game and is restarted for the next one.
+should capture dead stones before passing). With a ``referee`` (a GTP engine
+such as GnuGo or KataGo) a game that ends by two passes is counted by the
+referee's ``final_score`` instead, dead stones removed as it judges them: what
+rules that remove dead stones by agreement (``chinese``, ``aga``, ``japanese``)
+need, since engines pass there with dead stones on the board. An engine that
+hangs past the move timeout or dies loses the game and is restarted for the
+next one.
 
 Files in the output folder:
 
@@ -21,7 +26,7 @@ Files in the output folder:
 * ``results.jsonl``: one JSON object per finished game, appended and synced
   after its SGF is written, so an interrupted match resumes where it stopped.
 * ``game-0001.sgf`` ...: every game, written atomically.
-* ``engine-a.log``, ``engine-b.log``: the engines' stderr.
+* ``engine-a.log``, ``engine-b.log``, ``referee.log``: the engines' stderr.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import functools
 import json
 import math
 import os
+import re
 import shlex
 import sys
 import time
@@ -63,6 +69,7 @@ __all__ = [
     "MatchConfig",
     "MatchResult",
     "format_table",
+    "parse_final_score",
     "read_match",
     "read_results",
     "register",
@@ -139,6 +146,7 @@ class MatchConfig:
     move_timeout: float = 300.0  # seconds for one genmove (first moves may compile)
     command_timeout: float = 60.0  # seconds for any other command
     start_timeout: float = 300.0  # seconds for an engine's first answer
+    referee: str | Sequence[str] | None = None  # counts two-pass endings (final_score)
 
     def cap(self) -> int:
         return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
@@ -160,6 +168,9 @@ class GameResult:
     loser_move: str | None  # the illegal or refused move, as the engine gave it
     seconds: float
     sgf: str  # file name in the output folder
+    # Who counted a game that ended by two passes: "board" (``margin``, the rules' count
+    # of the final board) or "referee" (the referee's final_score, in ``result``).
+    counted_by: str = "board"
 
     @property
     def white(self) -> str:
@@ -272,6 +283,7 @@ def read_match(folder: str | os.PathLike) -> MatchResult:
             rules=stored["rules"],
             max_moves=int(stored["max_moves"]),
             time=tuple(stored["time"]) if stored.get("time") else None,
+            referee=stored.get("referee"),
         )
     except FileNotFoundError:
         raise ValueError(f"{folder}: not a match folder (no {MANIFEST_FILE})") from None
@@ -303,6 +315,7 @@ def _manifest(config: MatchConfig) -> dict:
         "rules": get_rules(config.rules).name,
         "max_moves": config.cap(),
         "time": list(config.time) if config.time else None,
+        "referee": shlex.join(split_command(config.referee)) if config.referee else None,
     }
 
 
@@ -426,6 +439,73 @@ def _setup(engine: GTPEngine, config: MatchConfig) -> None:
         engine.send(f"time_settings {main:g} {byo:g} {int(stones)}")
 
 
+_FINAL_SCORE = re.compile(r"([BW])\+(\d+(?:\.\d+)?)")
+
+
+def parse_final_score(text: str) -> str:
+    """GTP ``final_score`` (``B+3.5``, ``W+2``, ``0``) as an SGF result; ValueError otherwise."""
+    answer = text.strip()
+    if answer in ("0", "Draw", "draw", "Jigo", "jigo", "B+0", "W+0"):
+        return "0"
+    found = _FINAL_SCORE.fullmatch(answer)
+    if not found:
+        raise ValueError(f"not a final_score answer: {text!r}")
+    return f"{found.group(1)}+{float(found.group(2)):g}"
+
+
+def count_game(engine: GTPEngine, config: MatchConfig, moves: Sequence[tuple[str, int]]) -> str:
+    """``engine``'s own count (``final_score``, as an SGF result) of the game ``moves``
+    (``(colour, action)`` pairs) played under ``config``'s size, komi and rules.
+
+    Raises ``EngineError`` when the engine fails or answers with something that is not
+    a score.
+    """
+    _setup(engine, dataclasses.replace(config, time=None))
+    for colour, action in moves:
+        engine.send(f"play {colour} {action_to_gtp(action, config.size)}")
+    answer = engine.send("final_score")
+    try:
+        return parse_final_score(answer)
+    except ValueError as err:
+        raise EngineError(engine.label, "final_score", str(err)) from None
+
+
+class _Referee:
+    """The engine that counts games ended by two passes; started on first use."""
+
+    def __init__(self, config: MatchConfig, folder: Path) -> None:
+        self.config = config
+        self.log = folder / "referee.log"
+        self.engine: GTPEngine | None = None
+
+    def ensure(self) -> GTPEngine:
+        if self.engine is None or not self.engine.alive:
+            self.close()
+            self.engine = GTPEngine(
+                self.config.referee,
+                label="referee",
+                log=self.log,
+                timeout=self.config.command_timeout,
+                start_timeout=self.config.start_timeout,
+            )
+            self.engine.known_commands()
+        return self.engine
+
+    def count(self, actions: Sequence[int]) -> str:
+        """The referee's result (SGF ``RE``) of the game ``actions`` (Black first)."""
+        moves = [("b" if i % 2 == 0 else "w", a) for i, a in enumerate(actions)]
+        try:
+            return count_game(self.ensure(), self.config, moves)
+        except EngineError:
+            self.close()  # a fresh process for the next count
+            raise
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+
 class _GameOver(Exception):
     def __init__(self, loser: int, reason: str, move: str | None = None, note: str = "") -> None:
         self.loser, self.reason, self.move, self.note = loser, reason, move, note
@@ -435,7 +515,11 @@ class _GameOver(Exception):
 
 
 def _play_game(
-    index: int, seats: dict[str, _Seat], config: MatchConfig, folder: Path
+    index: int,
+    seats: dict[str, _Seat],
+    config: MatchConfig,
+    folder: Path,
+    referee: _Referee | None = None,
 ) -> GameResult:
     start = time.monotonic()
     size, rules = config.size, get_rules(config.rules).name
@@ -505,6 +589,7 @@ def _play_game(
         over = ended
 
     margin = float(score(state))
+    counted_by, note = "board", ""
     if over is not None:
         loser = over.loser
         winner_colour = -loser
@@ -516,10 +601,13 @@ def _play_game(
         result = f"{'B' if winner_colour == BLACK else 'W'}+R"
         reason, loser_move, note = "resign", None, ""
     else:
-        winner_colour = 1 if margin > 0 else -1 if margin < 0 else 0
         result = result_string(margin)
         reason = "score" if int(state.passes) >= 2 else "cap"
-        loser_move, note = None, ""
+        loser_move = None
+        if reason == "score" and referee is not None:
+            note = f"counted by the referee's final_score; the board as it stood: {result}"
+            result, counted_by = referee.count(actions), "referee"
+        winner_colour = sgf.result_winner(result)
     winner = None if winner_colour == 0 else (black_key if winner_colour == 1 else white_key)
 
     black_name, white_name = seats[black_key].name, seats[white_key].name
@@ -556,6 +644,7 @@ def _play_game(
         loser_move=loser_move,
         seconds=round(time.monotonic() - start, 3),
         sgf=name,
+        counted_by=counted_by,
     )
 
 
@@ -576,7 +665,8 @@ def run_match(
     way); that seat's command then only names it in ``match.json``. Raises
     ValueError for bad settings or an output folder holding another match,
     OSError when an engine cannot be started, and EngineError when an engine
-    refuses the game's setup (board size, komi, rules, time) or a genmove.
+    refuses the game's setup (board size, komi, rules, time) or a genmove, or when
+    the referee fails to count a game (that game is not saved: a rerun plays it again).
     """
     if config.games < 1:
         raise ValueError(f"games must be positive, got {config.games}")
@@ -594,6 +684,7 @@ def run_match(
     _check_manifest(folder, config)
     done = read_results(folder, repair=True)
     seats = {key: _Seat(key, config, folder, (engines or {}).get(key)) for key in "AB"}
+    referee = _Referee(config, folder) if config.referee else None
     names = {key: seats[key].name for key in "AB"}
     for game in done.values():  # names from the games already played
         names[game.black] = game.black_name
@@ -604,8 +695,10 @@ def run_match(
         for key in "AB" if todo else "":
             seats[key].ensure()  # fail fast, before any game, if an engine cannot start
             result.names[key] = seats[key].name
+        if referee is not None and todo:
+            referee.ensure()
         for index in todo:
-            game = _play_game(index, seats, config, folder)
+            game = _play_game(index, seats, config, folder, referee)
             _append_result(folder, game)
             result.games.append(game)
             result.games.sort(key=lambda g: g.game)
@@ -614,6 +707,8 @@ def run_match(
     finally:
         for seat in seats.values():
             seat.close()
+        if referee is not None:
+            referee.close()
     return result
 
 
@@ -627,6 +722,13 @@ def format_table(result: MatchResult) -> str:
         f"B: {result.names['B']}  ({shlex.join(split_command(config.engine_b))})",
         f"{config.size}x{config.size}, komi {config.komi:g}, {rules.name} rules, "
         f"{'territory' if rules.territory else 'Tromp-Taylor'} scoring; {n} games",
+    ]
+    if config.referee:
+        lines.append(
+            "two-pass endings counted by the referee's final_score "
+            f"({shlex.join(split_command(config.referee))})"
+        )
+    lines += [
         "",
         f"{'':<22}{'A':>8}{'B':>8}",
     ]
@@ -702,6 +804,7 @@ def cmd_match(args: argparse.Namespace) -> int:
         time=args.time,
         max_moves=args.max_moves,
         move_timeout=args.move_timeout,
+        referee=args.referee,
     )
     folder = Path(config.out)
     finished = 0
@@ -732,13 +835,15 @@ def cmd_match(args: argparse.Namespace) -> int:
         return 2
     print()
     print(format_table(result))
-    if config.rules not in COUNTS_THE_BOARD and any(g.reason == "score" for g in result.games):
+    counted_on_board = any(g.reason == "score" and g.counted_by == "board" for g in result.games)
+    if config.rules not in COUNTS_THE_BOARD and counted_on_board:
         print(
             f"\nnote: games that ended by two passes were counted by Tromp-Taylor area as the "
             f"board stood; under {config.rules} rules engines such as KataGo and GnuGo pass with "
             f"dead stones on the board and lose points they would keep by agreement. "
-            f"`gojax recount {config.out} --engine CMD` counts them again with an engine's "
-            f"final_score; --rules tromp-taylor makes engines capture them first."
+            f"--referee CMD counts them with an engine's final_score (`gojax recount "
+            f"{config.out} --engine CMD` for games already played); --rules tromp-taylor makes "
+            f"engines capture them first."
         )
     print(f"\nSGF files and {RESULTS_FILE} in {config.out}")
     return 0
@@ -773,6 +878,12 @@ def register(commands) -> None:
         type=_positive_float,
         default=300.0,
         help="seconds a genmove may take before the engine is killed and forfeits (default 300)",
+    )
+    match.add_argument(
+        "--referee",
+        metavar="CMD",
+        help="a GTP engine that counts games ended by two passes with its final_score, dead "
+        "stones removed (e.g. 'gnugo --mode gtp'); default: the rules' count of the board",
     )
     match.add_argument("--out", required=True, help="folder for SGF files and results (resumable)")
     match.add_argument("--quiet", action="store_true", help="no line per game")

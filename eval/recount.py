@@ -17,19 +17,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from eval.gtp_client import EngineError, GTPEngine
-from eval.match import MatchResult, _setup, read_match
+from eval.match import MatchResult, count_game, read_match
 from gojax import sgf
 from gojax._atomic import write_atomic
-from gojax._coords import action_to_gtp
 
 RECOUNT_FILE = "recount.jsonl"
-_FINAL_SCORE = re.compile(r"([BW])\+(\d+(?:\.\d+)?)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,17 +36,6 @@ class Recount:
     game: int
     result: str  # the match's Tromp-Taylor count
     recount: str  # the engine's final_score: "B+3.5", "W+2", "0" (a draw)
-
-
-def parse_final_score(text: str) -> str:
-    """GTP ``final_score`` (``B+3.5``, ``W+2``, ``0``) as an SGF result; ValueError otherwise."""
-    answer = text.strip()
-    if answer in ("0", "Draw", "draw", "Jigo", "jigo", "B+0", "W+0"):
-        return "0"
-    found = _FINAL_SCORE.fullmatch(answer)
-    if not found:
-        raise ValueError(f"not a final_score answer: {text!r}")
-    return f"{found.group(1)}+{float(found.group(2)):g}"
 
 
 def recount_match(
@@ -68,21 +54,13 @@ def recount_match(
     """
     folder = Path(folder)
     match = read_match(folder)
-    size = match.config.size
     recounts = []
     scored = [game for game in match.games if game.reason == "score"]
     if scored:
         with GTPEngine(engine, label="recount", timeout=timeout, start_timeout=300.0) as gtp:
             for game in scored:
                 record = sgf.load(folder / game.sgf)
-                _setup(gtp, dataclasses.replace(match.config, time=None))
-                for colour, action in record.moves:
-                    gtp.send(f"play {colour} {action_to_gtp(action, size)}")
-                answer = gtp.send("final_score")
-                try:
-                    counted = parse_final_score(answer)
-                except ValueError as err:
-                    raise EngineError("recount", "final_score", str(err)) from None
+                counted = count_game(gtp, match.config, record.moves)
                 recounts.append(Recount(game.game, game.result, counted))
                 if progress is not None:
                     progress(recounts[-1])

@@ -26,6 +26,7 @@ import pytest
 import gojax
 from eval.gtp_client import (
     EngineDied,
+    EngineError,
     EngineProtocolError,
     EngineTimeout,
     GTPCommandError,
@@ -52,7 +53,10 @@ FAKE_ENGINE = textwrap.dedent(
     parser.add_argument("--chatty", type=int, default=0)  # bytes written to stderr per command
     parser.add_argument("--delay", type=float, default=0.0)  # seconds per genmove
     parser.add_argument("--record", default="")  # a file that receives every command
+    parser.add_argument("--script", default="")  # comma-separated moves to play, then pass
+    parser.add_argument("--final-score", default="")  # its answer to final_score
     args = parser.parse_args()
+    script = [move for move in args.script.split(",") if move]
 
     SIZE = 9
     COLUMNS = "ABCDEFGHJ"
@@ -119,6 +123,12 @@ FAKE_ENGINE = textwrap.dedent(
             if args.illegal:
                 reply("A9")
                 continue
+            if script:
+                move = script[mine] if mine < len(script) else "pass"
+                occupied.add(move)
+                mine += 1
+                reply(move)
+                continue
             move = "pass"
             if mine < args.moves:
                 free = [f"{c}{r}" for r in range(SIZE, 0, -1) for c in COLUMNS[:SIZE]
@@ -127,6 +137,8 @@ FAKE_ENGINE = textwrap.dedent(
                 occupied.add(move)
                 mine += 1
             reply(move)
+        elif command == "final_score":
+            reply(args.final_score)
         elif command == "quit":
             reply()
             break
@@ -450,6 +462,61 @@ def test_cli_match_under_chinese_rules_points_to_recount(fake, tmp_path, capsys,
     assert f"gojax recount {tmp_path} --engine CMD" in out and "dead stones" in out
 
 
+# A 5x5 game: Black walls off columns A-C, White D-E; then White drops a stone at A3
+# inside Black's area and both pass. Counted as the board stands (Tromp-Taylor), A3
+# makes columns A-B nobody's and White wins by 6.5; counted with A3 dead, Black wins.
+WALL_BLACK = "C1,C2,C3,C4,C5"
+WALL_WHITE = "D1,D2,D3,D4,D5,A3"
+
+
+def _walls(fake: str, referee: str | None, out, **settings) -> MatchConfig:
+    return MatchConfig(
+        engine_a=f"{fake} --name alpha --script {WALL_BLACK}",
+        engine_b=f"{fake} --name beta --script {WALL_WHITE}",
+        games=1,
+        size=5,
+        komi=0.5,
+        rules="chinese",
+        out=out,
+        referee=referee,
+        **settings,
+    )
+
+
+def test_a_referee_counts_games_that_end_by_two_passes(fake, tmp_path):
+    sent = tmp_path / "referee.txt"
+    referee = f"{fake} --final-score B+12.5 --record {shlex.quote(str(sent))}"
+    result = run_match(_walls(fake, referee, tmp_path / "match"))
+    (game,) = result.games
+    assert (game.reason, game.counted_by) == ("score", "referee")
+    assert (game.result, game.winner) == ("B+12.5", "A")
+    assert game.margin == -6.5  # the board as it stood is kept beside the referee's count
+    record = sgf.load(tmp_path / "match" / "game-0001.sgf")
+    assert record.result == "B+12.5" and "the board as it stood: W+6.5" in record.comment
+    lines = sent.read_text().splitlines()
+    counted = lines[lines.index("boardsize 5") :]
+    assert counted[:4] == ["boardsize 5", "clear_board", "komi 0.5", "kata-set-rules chinese"]
+    assert counted[4:8] == ["play b C1", "play w D1", "play b C2", "play w D2"]
+    assert "play w A3" in counted and counted[-2:] == ["final_score", "quit"]
+    assert counted.count("play b pass") == 2 and counted.count("play w pass") == 1
+    manifest = json.loads((tmp_path / "match" / "match.json").read_text())
+    assert manifest["referee"] == referee
+    assert "counted by the referee's final_score" in format_table(result)
+    # Without a referee the same game is counted as the board stands.
+    (board,) = run_match(_walls(fake, None, tmp_path / "board")).games
+    assert (board.counted_by, board.result, board.winner) == ("board", "W+6.5", "B")
+
+
+def test_a_referee_that_cannot_count_stops_the_match_and_no_game_is_kept(fake, tmp_path):
+    config = _walls(fake, f"{fake} --final-score maybe", tmp_path)
+    with pytest.raises(EngineError, match="engine referee answering 'final_score'.*maybe"):
+        run_match(config)
+    assert read_results(tmp_path) == {}  # a rerun plays the game again
+    # Another referee is another match, in another folder.
+    with pytest.raises(ValueError, match="referee"):
+        run_match(_walls(fake, f"{fake} --final-score 0", tmp_path))
+
+
 @pytest.mark.parametrize(
     "engine, message",
     [("no-such-engine-binary --gtp", "cannot start"), ("{python} -c pass", "exited with code 0")],
@@ -486,6 +553,24 @@ def test_gnugo_vs_gnugo_full_game(tmp_path):
         margin = float(gojax.score(final))  # integer komi: a draw is possible, RE is "0"
         expected = "0" if margin == 0 else ("B+" if margin > 0 else "W+") + f"{abs(margin):g}"
         assert record.result == expected
+
+
+def test_gnugo_as_referee_removes_the_dead_stone(fake, tmp_path, capsys, monkeypatch):
+    gnugo = _gnugo()
+    if gnugo is None:
+        pytest.skip("gnugo is not installed (apt-get install gnugo)")
+    monkeypatch.setenv("GOJAX_CACHE", "")
+    code = cli.main(
+        ["match", "--engine-a", f"{fake} --script {WALL_BLACK}",
+         "--engine-b", f"{fake} --script {WALL_WHITE}", "--games", "1", "--size", "5",
+         "--komi", "0.5", "--rules", "chinese", "--referee", f"{gnugo} --mode gtp --level 0",
+         "--out", str(tmp_path)]
+    )  # fmt: skip
+    out, _ = capsys.readouterr()
+    (game,) = read_results(tmp_path).values()
+    assert code == 0 and game.counted_by == "referee"
+    assert game.result.startswith("B+") and game.margin < 0  # the board alone says White
+    assert f"{game.result} by score" in out and "gojax recount" not in out
 
 
 @pytest.mark.slow

@@ -15,14 +15,8 @@ import pytest
 from test_match import _gnugo as gnugo_path
 
 import gojax
-from eval.match import GameResult, read_match
-from eval.recount import (
-    RECOUNT_FILE,
-    Recount,
-    parse_final_score,
-    recount_match,
-    win_rate_a,
-)
+from eval.match import GameResult, parse_final_score, read_match
+from eval.recount import RECOUNT_FILE, Recount, recount_match, win_rate_a
 from gojax import cli
 
 # Black walls off columns A-C, White D-E; then White drops a stone at A3 and both pass.
