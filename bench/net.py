@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import platform
 import re
 import subprocess
@@ -48,6 +49,7 @@ from _timing import (
     best_time,
     call_times,
     cpu_name,
+    fast_compiles_for_smoke,
 )  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
@@ -158,6 +160,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.preset, args.size, args.batch, args.moves, args.repeats = "tiny", [9], [4], 20, 1
+        fast_compiles_for_smoke(os.environ)  # before the first computation starts XLA
     if args.katago and not args.model:
         parser.error("--katago needs --model (KataGo reads the network from the file)")
 
@@ -173,7 +176,8 @@ def main() -> None:
         )
     else:
         net = gnn.PRESETS[args.preset]()
-        variables = net.init(jax.random.key(0), *gnn.example_inputs(net, 1, 19))
+        # One compiled program: eagerly, each initialiser of each shape compiles on its own.
+        variables = jax.jit(net.init)(jax.random.key(0), *gnn.example_inputs(net, 1, 19))
         variables = gnn.with_winograd_kernels(net, variables)
         version, name = 8, args.preset
     params = sum(x.size for x in jax.tree.leaves(variables["params"]))

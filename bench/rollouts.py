@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 
 import jax
 import jax.numpy as jnp
-from _timing import best_times, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import (
+    best_times,
+    cpu_name,
+    fast_compiles_for_smoke,
+)  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import rollout_policy
@@ -67,6 +72,8 @@ def main() -> None:
     parser.add_argument("--policy", help="a rollout_policy.npz (default: random weights)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.smoke:
+        fast_compiles_for_smoke(os.environ)  # before the first computation starts XLA
     weights = _weights(args.policy)
     cases = [(5, 16)] if args.smoke else [(9, 256), (19, 64)]
     rows = [measure(size, batch, weights, args.repeats) for size, batch in cases]

@@ -251,9 +251,11 @@ def test_search_agent_mixes_rollouts_into_its_leaf_values():
     keys = jax.random.split(jax.random.PRNGKey(1), 2)
     mixed = search_agent(spec, variables, config, rollout_lambda=1.0, rollouts=2)
     assert mixed.name.endswith("-lam1")
-    _, values = mixed(states, keys)
+    # Jitted as the arena runs agents: a search run op by op compiles hundreds of programs.
+    _, values = jax.jit(mixed.policy)(mixed.params, states, keys)
     np.testing.assert_array_equal(values, [-1.0, -1.0])
-    _, values = search_agent(spec, variables, config)(states, keys)
+    plain = search_agent(spec, variables, config)
+    _, values = jax.jit(plain.policy)(plain.params, states, keys)
     assert np.all(np.abs(np.asarray(values)) < 0.99)
     with pytest.raises(ValueError, match="rollout_lambda must be in"):
         search_agent(spec, variables, config, rollout_lambda=1.5)

@@ -116,13 +116,10 @@ def test_accelerator_bench_budget_skips_and_unknown_sections_are_refused(tmp_pat
     assert "unknown section(s) boards" in refused.stderr and "Traceback" not in refused.stderr
 
 
+@pytest.mark.slow  # CI runs every section of the smoke after the tests (.ci/run)
 def test_accelerator_training_section_times_features_selfplay_and_learner_apart(tmp_path):
     """The recipe's self-play (4 games capped at 6 moves at smoke size) and its learner are
-    timed separately, so a slow self-play still leaves the learner's figure and vice versa;
-    a figure left as a JAX scalar is still written as a number."""
-    sys.path.insert(0, str(REPO / "bench"))
-    from accelerator import _write_results
-
+    timed separately, so a slow self-play still leaves the learner's figure and vice versa."""
     out = tmp_path / "accel"
     result = run_bench("accelerator.py", "--only", "training", "--out", str(out))
     training = result["training"]
@@ -132,7 +129,12 @@ def test_accelerator_training_section_times_features_selfplay_and_learner_apart(
         assert training[key] > 0, key
     assert json.loads((out / "results.json").read_text()) == result
 
+
+def test_accelerator_results_write_jax_scalars_as_numbers(tmp_path):
+    """A figure left as a JAX scalar is still written as a number."""
+    sys.path.insert(0, str(REPO / "bench"))
     import jax.numpy as jnp
+    from accelerator import _write_results
 
     line = _write_results(tmp_path, True, {"x": {"rate": jnp.float32(2.5), "obj": object}})
     assert json.loads(line)["x"]["rate"] == 2.5
@@ -141,20 +143,20 @@ def test_accelerator_training_section_times_features_selfplay_and_learner_apart(
 
 def test_accelerator_smoke_asks_xla_for_fast_compiles_unless_a_level_is_chosen():
     sys.path.insert(0, str(REPO / "bench"))
-    from accelerator import _fast_compiles_for_smoke
+    from _timing import fast_compiles_for_smoke
 
     environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
-    assert _fast_compiles_for_smoke(environ)
+    assert fast_compiles_for_smoke(environ)
     assert environ["XLA_FLAGS"].split() == [
         "--xla_cpu_enable_fast_math=false",
         "--xla_backend_optimization_level=0",
     ]
     empty = {}
-    assert _fast_compiles_for_smoke(empty)
+    assert fast_compiles_for_smoke(empty)
     assert empty["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
     # A level of the user's own is kept, and nothing is added twice.
     chosen = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
-    assert not _fast_compiles_for_smoke(chosen)
+    assert not fast_compiles_for_smoke(chosen)
     assert chosen["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
 
 
