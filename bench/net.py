@@ -155,7 +155,9 @@ def main() -> None:
         metavar="BIN",
         help="a KataGo executable (Eigen backend): measure its rate on --model here",
     )
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, compiled at XLA level 0 (for CI)"
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.smoke:

@@ -68,7 +68,9 @@ def measure(size: int, batch: int, weights, repeats: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, compiled at XLA level 0: seconds"
+    )
     parser.add_argument("--policy", help="a rollout_policy.npz (default: random weights)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
