@@ -471,7 +471,8 @@ def count_game(engine: GTPEngine, config: MatchConfig, moves: Sequence[tuple[str
 
 
 class _Referee:
-    """The engine that counts games ended by two passes; started on first use."""
+    """The engine that counts games ended by two passes; started before the first game
+    and again after a failure."""
 
     def __init__(self, config: MatchConfig, folder: Path) -> None:
         self.config = config
