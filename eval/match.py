@@ -722,13 +722,15 @@ def format_table(result: MatchResult) -> str:
         f"A: {result.names['A']}  ({shlex.join(split_command(config.engine_a))})",
         f"B: {result.names['B']}  ({shlex.join(split_command(config.engine_b))})",
         f"{config.size}x{config.size}, komi {config.komi:g}, {rules.name} rules, "
-        f"{'territory' if rules.territory else 'Tromp-Taylor'} scoring; {n} games",
+        + (
+            "two-pass endings counted by the referee's final_score"
+            if config.referee
+            else f"{'territory' if rules.territory else 'Tromp-Taylor'} scoring"
+        )
+        + f"; {n} games",
     ]
     if config.referee:
-        lines.append(
-            "two-pass endings counted by the referee's final_score "
-            f"({shlex.join(split_command(config.referee))})"
-        )
+        lines.append(f"referee: {shlex.join(split_command(config.referee))}")
     lines += [
         "",
         f"{'':<22}{'A':>8}{'B':>8}",
