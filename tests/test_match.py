@@ -465,8 +465,17 @@ def test_cli_match_under_chinese_rules_points_to_recount(fake, tmp_path, capsys,
 # A 5x5 game: Black walls off columns A-C, White D-E; then White drops a stone at A3
 # inside Black's area and both pass. Counted as the board stands (Tromp-Taylor), A3
 # makes columns A-B nobody's and White wins by 6.5; counted with A3 dead, Black wins.
-WALL_BLACK = "C1,C2,C3,C4,C5"
-WALL_WHITE = "D1,D2,D3,D4,D5,A3"
+# (tests/test_recount.py counts the same game.)
+WALL_GAME = [
+    ("B", "C1"), ("W", "D1"), ("B", "C2"), ("W", "D2"), ("B", "C3"), ("W", "D3"),
+    ("B", "C4"), ("W", "D4"), ("B", "C5"), ("W", "D5"), ("B", "pass"), ("W", "A3"),
+    ("B", "pass"), ("W", "pass"),
+]  # fmt: skip
+# Each side's moves, as the fake engines' scripts (they pass once a script runs out).
+WALL_BLACK, WALL_WHITE = (
+    ",".join(vertex for c, vertex in WALL_GAME if c == colour and vertex != "pass")
+    for colour in "BW"
+)
 
 
 def _walls(fake: str, referee: str | None, out, **settings) -> MatchConfig:

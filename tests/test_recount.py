@@ -12,19 +12,13 @@ import dataclasses
 import json
 
 import pytest
+from test_match import WALL_GAME as MOVES
 from test_match import _gnugo as gnugo_path
 
 import gojax
 from eval.match import GameResult, parse_final_score, read_match
 from eval.recount import RECOUNT_FILE, Recount, recount_match, win_rate_a
 from gojax import cli
-
-# Black walls off columns A-C, White D-E; then White drops a stone at A3 and both pass.
-MOVES = [
-    ("B", "C1"), ("W", "D1"), ("B", "C2"), ("W", "D2"), ("B", "C3"), ("W", "D3"),
-    ("B", "C4"), ("W", "D4"), ("B", "C5"), ("W", "D5"), ("B", "pass"), ("W", "A3"),
-    ("B", "pass"), ("W", "pass"),
-]  # fmt: skip
 
 
 def _gnugo() -> str:
