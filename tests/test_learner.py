@@ -130,7 +130,10 @@ def test_one_step_end_to_end(preset):
 
 def test_loss_falls_on_a_fixed_batch():
     spec = ModelSpec("tiny")
-    config = LearnerConfig(batch_size=16, lr_values=(0.05, 0.01, 0.001), score_stdev_weight=0.05)
+    # At 0.02 every loss falls smoothly. At 0.05 the lead overshoots within 30 steps
+    # and meets a stdev that has shrunk to fit it: the likelihood term jumps 1.1 -> 13
+    # near step 30, where the step it lands on depends on the CPU's rounding.
+    config = LearnerConfig(batch_size=16, lr_values=(0.02, 0.01, 0.001), score_stdev_weight=0.05)
     _, history = _train(spec, config, synthetic_batch(spec, 16, SIZE), 30)
     first, last = history[0], history[-1]
     assert last["total_loss"] < 0.8 * first["total_loss"]
