@@ -221,8 +221,38 @@ def global_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
     # KataGo's max starts at -1 and sees off-board points as -1: below any ReLU, Mish
     # (>= -0.31) or SiLU (>= -0.28) value, so the max of on-board points, floored at -1.
     on_board = mask.astype(jnp.float32) > 0
-    maximum = jnp.maximum(jnp.max(jnp.where(on_board, x, -1.0), axis=(1, 2)), -1.0)
+    maximum = jnp.maximum(_board_max(jnp.where(on_board, x, -1.0)), -1.0)
     return jnp.concatenate([mean, mean * (b * 0.1), maximum], axis=-1)
+
+
+@jax.custom_vjp
+def _board_max(x: jax.Array) -> jax.Array:
+    """``max`` over the board, ``[B, H, W, C] -> [B, C]``, whose gradient goes to the
+    first point holding it.
+
+    ``jnp.max``'s gradient divides by how many points equal the max. XLA may compute
+    ``x`` twice, in two fusions that round differently (the max in one, the equality
+    test in the other); then no point equals the max, the count is 0 and the gradient
+    NaN (seen training the ``tiny`` net on the CPU at XLA optimisation level 0). The
+    gradient here is a one-hot of the argmax: no division, and inference is unchanged.
+    """
+    return jnp.max(x, axis=(1, 2))
+
+
+def _board_max_forward(x: jax.Array) -> tuple[jax.Array, tuple[jax.Array, tuple[int, ...]]]:
+    flat = x.reshape(x.shape[0], -1, x.shape[-1])
+    first = jnp.argmax(flat, axis=1)  # [B, C]
+    return jnp.max(flat, axis=1), (first, x.shape)
+
+
+def _board_max_backward(residual, g: jax.Array) -> tuple[jax.Array]:
+    first, shape = residual
+    points = jnp.arange(shape[1] * shape[2], dtype=first.dtype)[None, :, None]
+    grad = jnp.where(points == first[:, None, :], g[:, None, :], 0.0)
+    return (grad.reshape(shape).astype(g.dtype),)
+
+
+_board_max.defvjp(_board_max_forward, _board_max_backward)
 
 
 def value_pool(x: jax.Array, mask: jax.Array) -> jax.Array:

@@ -647,6 +647,33 @@ def test_xla_flags_eigen_convolutions_unless_refused():
     assert own["XLA_FLAGS"] == mine
 
 
+def test_gpool_max_gradient_goes_to_the_first_maximum_and_is_never_nan():
+    """The max part of KataGo's global pooling: the forward value is ``jnp.max``'s, the
+    gradient a one-hot of the first point holding the max (``jnp.max`` would split a tie
+    and divide by the count of equal points, which is 0 when XLA rounds the two uses of
+    the map differently: NaN gradients)."""
+    x = np.zeros((2, 3, 3, 2), np.float32)
+    x[0, 0, 1, 0] = x[0, 2, 2, 0] = 2.0  # a tie: the first in row-major order takes it
+    x[0, 1, 1, 1] = 0.5
+    x[1, :, :, :] = -3.0  # every point below KataGo's floor of -1
+    x[1, 2, 0, 1] = -0.25
+    mask = np.ones((2, 3, 3, 1), np.float32)
+    mask[1, 0, :, 0] = 0.0  # an off-board row: seen as -1
+    channels = 2
+
+    def max_part(x):
+        return gnn.global_pool(x, jnp.asarray(mask))[:, 2 * channels :]
+
+    np.testing.assert_array_equal(max_part(x), [[2.0, 0.5], [-1.0, -0.25]])
+    weights = jnp.asarray([[1.0, 10.0], [100.0, 1000.0]])
+    grad = jax.jit(jax.grad(lambda x: jnp.sum(max_part(x) * weights)))(jnp.asarray(x))
+    expected = np.zeros_like(x)
+    expected[0, 0, 1, 0] = 1.0
+    expected[0, 1, 1, 1] = 10.0
+    expected[1, 2, 0, 1] = 1000.0  # batch 1, channel 0: the floor of -1 wins, no gradient
+    np.testing.assert_array_equal(grad, expected)
+
+
 _CONV_PROGRAM = """
 import sys
 import jax, jax.numpy as jnp
