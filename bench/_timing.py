@@ -9,18 +9,6 @@ import time
 import jax
 
 
-def fast_compiles_for_smoke(environ: dict[str, str]) -> bool:
-    """Ask XLA for its cheapest CPU compilation (backend optimisation level 0), before the
-    backend starts; returns whether the flag was added (not when the user chose a level in
-    ``XLA_FLAGS``). Most of a smoke run is compilation; its figures check the pipeline,
-    not the speed, so slower compiled code costs nothing there."""
-    flags = environ.get("XLA_FLAGS", "")
-    if "xla_backend_optimization_level" in flags:
-        return False
-    environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
-    return True
-
-
 def best_time(fn, *args, repeats: int, warmup_s: float = 0.3) -> float:
     """Best wall time of ``fn(*args)`` over ``repeats`` runs, after one compile run and
     ``warmup_s`` seconds of untimed runs.

@@ -65,11 +65,12 @@ sys.path.insert(0, str(HERE))
 import board as board_bench  # noqa: E402  (bench/board.py)
 import net as net_bench  # noqa: E402  (bench/net.py)
 import selfplay as selfplay_bench  # noqa: E402  (bench/selfplay.py)
-from _timing import best_time, fast_compiles_for_smoke  # noqa: E402
+from _timing import best_time  # noqa: E402
 
 import gojax  # noqa: E402
 from gojax import nn as gnn  # noqa: E402
 from gojax._atomic import write_atomic  # noqa: E402
+from gojax._xla_flags import fast_cpu_compiles  # noqa: E402
 
 RULES = ("chinese", "tromp-taylor")
 
@@ -424,7 +425,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     # Before the first computation starts XLA's backend, which reads the flags once.
-    fast_compiles = args.smoke and fast_compiles_for_smoke(os.environ)
+    fast_compiles = args.smoke and fast_cpu_compiles(os.environ)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "log.txt", "w", encoding="utf-8")  # noqa: SIM115 (kept open for the run)

@@ -23,8 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402
 
-from bench._timing import best_times, cpu_name, fast_compiles_for_smoke  # noqa: E402
+from bench._timing import best_times, cpu_name  # noqa: E402
 from bench.net import random_positions  # noqa: E402
+from gojax._xla_flags import fast_cpu_compiles  # noqa: E402
 from train import model as model_lib  # noqa: E402
 
 ENCODERS = (("agz", "agz_tiny"), ("alphago", "alphago_tiny"), ("katago", "tiny"))
@@ -61,7 +62,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     if args.smoke:
-        fast_compiles_for_smoke(os.environ)  # before the first computation starts XLA
+        fast_cpu_compiles(os.environ)  # before the first computation starts XLA
     sizes, count = ((9,), 8) if args.smoke else ((9, 19), 64)
     rows = run(sizes, count, max(1, args.repeats))
     print(f"# input encodings, {cpu_name()}, jax {jax.__version__}, {jax.default_backend()}")

@@ -49,13 +49,13 @@ from _timing import (
     best_time,
     call_times,
     cpu_name,
-    fast_compiles_for_smoke,
 )  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import nn as gnn
 from gojax import winograd
 from gojax._atomic import write_atomic
+from gojax._xla_flags import fast_cpu_compiles
 from gojax.evaluate import batch_inputs, evaluate
 
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the
@@ -162,7 +162,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.preset, args.size, args.batch, args.moves, args.repeats = "tiny", [9], [4], 20, 1
-        fast_compiles_for_smoke(os.environ)  # before the first computation starts XLA
+        fast_cpu_compiles(os.environ)  # before the first computation starts XLA
     if args.katago and not args.model:
         parser.error("--katago needs --model (KataGo reads the network from the file)")
 

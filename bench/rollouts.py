@@ -27,11 +27,11 @@ import jax.numpy as jnp
 from _timing import (
     best_times,
     cpu_name,
-    fast_compiles_for_smoke,
 )  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import rollout_policy
+from gojax._xla_flags import fast_cpu_compiles
 from gojax.uct import random_rollout
 
 
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.smoke:
-        fast_compiles_for_smoke(os.environ)  # before the first computation starts XLA
+        fast_cpu_compiles(os.environ)  # before the first computation starts XLA
     weights = _weights(args.policy)
     cases = [(5, 16)] if args.smoke else [(9, 256), (19, 64)]
     rows = [measure(size, batch, weights, args.repeats) for size, batch in cases]

@@ -41,3 +41,24 @@ def prefer_eigen_convolutions(environ: dict[str, str] | None = None) -> bool:
         return False
     environ["XLA_FLAGS"] = f"{flags} {EIGEN_CONVOLUTIONS}".strip()
     return True
+
+
+FAST_CPU_COMPILES = "--xla_backend_optimization_level=0"
+
+
+def fast_cpu_compiles(environ: dict[str, str] | None = None) -> bool:
+    """Add :data:`FAST_CPU_COMPILES` (XLA's cheapest CPU compilation) to ``XLA_FLAGS``
+    unless the user chose a level there. Returns whether it was added.
+
+    For runs that compile far more than they compute: the test suite (about a quarter
+    less time; most of it is compilation of programs run once) and the benchmarks'
+    smoke runs, whose figures check the pipeline, not the speed. Level 0 computes the
+    same functions, rounded differently, and its code runs slower: never for training
+    or play. Like the other flags it must be set before the backend starts.
+    """
+    environ = os.environ if environ is None else environ
+    flags = environ.get("XLA_FLAGS", "")
+    if "xla_backend_optimization_level" in flags:
+        return False
+    environ["XLA_FLAGS"] = f"{flags} {FAST_CPU_COMPILES}".strip()
+    return True

@@ -141,25 +141,6 @@ def test_accelerator_results_write_jax_scalars_as_numbers(tmp_path):
     assert "object" in json.loads((tmp_path / "results.json").read_text())["x"]["obj"]
 
 
-def test_accelerator_smoke_asks_xla_for_fast_compiles_unless_a_level_is_chosen():
-    sys.path.insert(0, str(REPO / "bench"))
-    from _timing import fast_compiles_for_smoke
-
-    environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
-    assert fast_compiles_for_smoke(environ)
-    assert environ["XLA_FLAGS"].split() == [
-        "--xla_cpu_enable_fast_math=false",
-        "--xla_backend_optimization_level=0",
-    ]
-    empty = {}
-    assert fast_compiles_for_smoke(empty)
-    assert empty["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
-    # A level of the user's own is kept, and nothing is added twice.
-    chosen = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
-    assert not fast_compiles_for_smoke(chosen)
-    assert chosen["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
-
-
 def test_features_bench_times_every_encoder_against_katagos():
     rows = run_bench("features.py", "--repeats", "1")["rows"]
     assert [(r["size"], r["encoder"]) for r in rows] == [

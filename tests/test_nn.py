@@ -674,6 +674,24 @@ def test_gpool_max_gradient_goes_to_the_first_maximum_and_is_never_nan():
     np.testing.assert_array_equal(grad, expected)
 
 
+def test_fast_cpu_compiles_unless_a_level_is_chosen():
+    from gojax._xla_flags import fast_cpu_compiles
+
+    environ = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    assert fast_cpu_compiles(environ)
+    assert environ["XLA_FLAGS"].split() == [
+        "--xla_cpu_enable_fast_math=false",
+        "--xla_backend_optimization_level=0",
+    ]
+    empty = {}
+    assert fast_cpu_compiles(empty)
+    assert empty["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
+    # A level of the user's own is kept, and nothing is added twice.
+    chosen = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
+    assert not fast_cpu_compiles(chosen)
+    assert chosen["XLA_FLAGS"] == "--xla_backend_optimization_level=2"
+
+
 _CONV_PROGRAM = """
 import sys
 import jax, jax.numpy as jnp
