@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
 # KataGo's GTP defaults (cpp/program/setup.cpp).
 STATIC_SCORE_UTILITY = 0.1  # staticScoreUtilityFactor
@@ -34,9 +35,11 @@ DYNAMIC_CENTER_ZERO_WEIGHT = 0.2  # dynamicScoreCenterZeroWeight
 DYNAMIC_CENTER_SCALE = 0.75  # dynamicScoreCenterScale
 STATIC_SCALE = 2.0  # the static term's scale (fixed in KataGo)
 
-# Quadrature nodes in deviations, and their normal weights (normalised).
-_STEPS = jnp.arange(-50, 51, dtype=jnp.float32) / 10.0
-_WEIGHTS = jnp.exp(-0.5 * _STEPS**2) / jnp.sum(jnp.exp(-0.5 * _STEPS**2))
+# Quadrature nodes in deviations, and their normal weights (normalised). NumPy, not jnp:
+# a jnp array made at import starts the XLA backend, and a multi-process job must join
+# its coordinator (jax.distributed.initialize) before that.
+_STEPS = np.arange(-50, 51, dtype=np.float32) / np.float32(10.0)
+_WEIGHTS = np.exp(-0.5 * _STEPS**2) / np.sum(np.exp(-0.5 * _STEPS**2))
 
 
 def expected_score_value(mean, stdev, center, scale: float, sqrt_area: float):

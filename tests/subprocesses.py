@@ -10,9 +10,16 @@ import sys
 from reference import REPO
 
 
+def host_devices_flags(devices: int) -> str:
+    """This process's ``XLA_FLAGS`` (the suite's cheap compiles among them) asking for
+    ``devices`` XLA CPU host devices."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return f"{flags} --xla_force_host_platform_device_count={devices}".strip()
+
+
 def run_on_host_devices(script: str, devices: int, timeout: float = 600):
     """``python -c script`` in the repository on ``devices`` XLA CPU host devices."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env = dict(os.environ, XLA_FLAGS=host_devices_flags(devices))
     env["JAX_PLATFORMS"] = "cpu"
     return subprocess.run(
         [sys.executable, "-c", script],

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from subprocesses import free_port, wait_all
+from subprocesses import free_port, host_devices_flags, wait_all
 
 import gojax
 import train.learner
@@ -245,7 +245,7 @@ def _run_worker(args: list[str], env: dict[str, str], timeout: float = 300) -> s
 
 def test_sharded_step_matches_one_device(tmp_path):
     out = tmp_path / "params.npz"
-    _run_worker(["sharded", str(out)], {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
+    _run_worker(["sharded", str(out)], {"XLA_FLAGS": host_devices_flags(8)})
     got = np.load(out)
     assert int(got["device_count"]) == 8
     assert int(got["fsdp_sharded_leaves"]) > 0
@@ -281,7 +281,7 @@ def _worker_single(out_path: str) -> None:
 @pytest.mark.slow
 def test_two_processes_match_one(tmp_path):
     coordinator = f"127.0.0.1:{free_port()}"
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
+    env = {"XLA_FLAGS": host_devices_flags(1)}
     procs = [
         subprocess.Popen(
             [
@@ -313,6 +313,37 @@ def test_two_processes_match_one(tmp_path):
         got = np.load(tmp_path / f"p{i}.npz")
         for k in one.files:
             np.testing.assert_allclose(got[k], one[k], atol=1e-5, rtol=0)
+
+
+_IMPORT_EVERYTHING = """
+import importlib, pkgutil, sys
+from jax._src import xla_bridge
+names = []
+for package in ("gojax", "train", "eval"):
+    module = importlib.import_module(package)
+    for info in pkgutil.walk_packages(module.__path__, package + "."):
+        importlib.import_module(info.name)
+        names.append(info.name)
+        if xla_bridge._backends:
+            sys.exit("importing " + info.name + " started the XLA backend")
+print(len(names))
+"""
+
+
+def test_no_module_starts_the_backend_when_imported():
+    """A multi-process job calls ``jax.distributed.initialize`` after the imports of
+    ``gojax train`` and before its first computation; an array made at import time
+    (a jnp constant) starts the backend first and the job fails to start (it did)."""
+    run = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EVERYTHING],
+        cwd=REPO,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert int(run.stdout.split()[-1]) > 50  # every module was imported
 
 
 # ----------------------------------------------------------------------------

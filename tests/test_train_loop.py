@@ -12,7 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from subprocesses import free_port, wait_all
+from subprocesses import free_port, host_devices_flags, wait_all
 
 from gojax.cli import build_parser, main
 from train.checkpoint import Checkpointer
@@ -192,7 +192,7 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     config_file = tmp_path / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    env["XLA_FLAGS"] = host_devices_flags(2)
     env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
