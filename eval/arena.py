@@ -64,7 +64,7 @@ from eval.agents import (
     uct_agent,
 )
 from eval.gtp_client import GTPCommandError
-from eval.match import MatchConfig, MatchResult, run_match, wilson_interval
+from eval.match import GameResult, MatchConfig, MatchResult, run_match, wilson_interval
 from gojax import sgf
 from gojax._game import record_from_actions, result_string
 
@@ -95,7 +95,9 @@ class ArenaResult:
 
     outcome: np.ndarray  # [B] int8: +1 A won, -1 A lost, 0 draw
     a_black: np.ndarray  # [B] bool: A played Black
-    score: np.ndarray  # [B] float32: Black's Tromp-Taylor margin, komi included
+    # [B] float32: Black's margin, komi included, by the rules' count of the final board
+    # (a referee's count for the GTP games it counted)
+    score: np.ndarray
     length: np.ndarray  # [B] int32: moves played, passes (and opening moves) included
     finished: np.ndarray  # [B] bool: ended by two passes, the move cap or a resignation
     resigned: np.ndarray | None = None  # [B] int8: colour that resigned (+1 B, -1 W), 0 none
@@ -575,11 +577,21 @@ def result_from_match(match: MatchResult) -> ArenaResult:
     return ArenaResult(
         outcome=np.asarray(outcome, np.int8),
         a_black=np.asarray([g.black == "A" for g in games], bool),
-        score=np.asarray([g.margin for g in games], np.float32),
+        score=np.asarray([_black_margin(g) for g in games], np.float32),
         length=np.asarray([g.moves for g in games], np.int32),
         finished=np.ones(len(games), bool),
         resigned=np.asarray(resigned, np.int8),
     )
+
+
+def _black_margin(game: GameResult) -> float:
+    """Black's margin of a GTP game: the referee's where it counted the game."""
+    if game.counted_by != "referee":
+        return game.margin
+    if game.result == "0":
+        return 0.0
+    colour, points = game.result.split("+")  # parse_final_score's "B+12" / "W+3.5"
+    return float(points) if colour == "B" else -float(points)
 
 
 def play_games(
@@ -599,6 +611,7 @@ def play_games(
     sgf_dir: str | os.PathLike | None = None,
     move_timeout: float = 60.0,
     force_gtp: bool = False,
+    referee: str | None = None,
 ) -> ArenaResult:
     """Games between any two agents: batched when both are :class:`Agent` s, else over GTP.
 
@@ -607,9 +620,15 @@ def play_games(
     batches of one; ``sgf_dir`` then also receives ``results.jsonl`` and the
     engines' logs (a temporary folder when None). Random openings need two
     JAX agents. ``force_gtp`` sends two JAX agents through the GTP path too
-    (they then play the same games as the batched path, slower).
+    (they then play the same games as the batched path, slower). ``referee``, a
+    GTP command, counts the GTP games that end by two passes with its
+    ``final_score`` (dead stones removed as it judges them; see ``gojax match
+    --referee``): for engines such as GnuGo that pass with dead stones on the
+    board under chinese, aga or japanese rules. Batched games count on the board.
     """
     batched = isinstance(agent_a, Agent) and isinstance(agent_b, Agent) and not force_gtp
+    if referee and batched:
+        raise ValueError("a referee counts GTP games; two JAX agents play batched on the board")
     if batched:
         return play_arena(
             agent_a,
@@ -657,6 +676,7 @@ def play_games(
             name_b=agent_b.name,
             max_moves=max_moves,
             move_timeout=move_timeout,
+            referee=referee or None,
         )
         match = run_match(config, engines=engines)
     return result_from_match(match)

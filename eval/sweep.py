@@ -48,6 +48,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import sys
 import time
 import zlib
@@ -56,6 +57,7 @@ from typing import Any
 
 import ml_collections
 
+from eval.gtp_client import split_command
 from gojax._atomic import write_atomic
 from gojax.cli import _positive
 
@@ -108,7 +110,10 @@ def default_config() -> ml_collections.ConfigDict:
     ``board`` keys left None take the training run's value. ``games.batch_size``
     0 plays a cell's games in one batch; ``resign_threshold`` 0 disables
     resignation; ``checkpoints.steps`` empty means every checkpoint of the run
-    (-1: the newest).
+    (-1: the newest). ``games.referee``, a GTP command (``"gnugo --mode gtp"``),
+    counts the gnugo cells' games that end by two passes with its
+    ``final_score``: under chinese, aga or japanese rules GnuGo passes with
+    dead stones on the board, which the board's own count takes as alive.
     """
     c = ml_collections.ConfigDict()
     c.seed = 0
@@ -142,6 +147,7 @@ def default_config() -> ml_collections.ConfigDict:
             sgf=False,
             num_devices=0,
             move_timeout=60.0,
+            referee="",
         )
     )
     c.ratings = ml_collections.ConfigDict(dict(anchor="random", anchor_elo=0.0))
@@ -254,6 +260,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
     if "gnugo" in kinds and config.games.opening_moves:
         raise ValueError("games.opening_moves must be 0 with a gnugo opponent (GTP games)")
+    if config.games.referee and "gnugo" not in kinds:
+        raise ValueError("games.referee counts GTP games: it needs a gnugo: opponent")
 
 
 def _lambdas(config: ml_collections.ConfigDict) -> tuple[float, ...]:
@@ -397,6 +405,8 @@ def _shared_settings(config: ml_collections.ConfigDict, board: dict[str, Any]) -
         settings["rollouts"] = int(config.search.rollouts)
     if config.search.rollout_policy:
         settings["rollout_policy"] = _file_digest(config.search.rollout_policy)
+    if g.referee:  # absent otherwise, as rollouts
+        settings["referee"] = shlex.join(split_command(g.referee))
     return settings
 
 
@@ -614,6 +624,7 @@ def _play_cell(
         mesh=mesh,
         sgf_dir=workdir / "sgf" / cell.id if g.sgf else None,
         move_timeout=g.move_timeout,
+        referee=g.referee if cell.opponent.startswith("gnugo:") else None,
     )
     seconds = time.perf_counter() - start
     s = result.summary()

@@ -492,6 +492,29 @@ def _walls(fake: str, referee: str | None, out, **settings) -> MatchConfig:
     )
 
 
+def test_arena_games_over_gtp_take_the_referees_count(fake, tmp_path):
+    """``eval.arena.play_games`` (sweeps' gnugo cells, gating) with a referee: the
+    outcome and Black's margin are the referee's; without one, the board's."""
+    import jax
+
+    from eval.arena import GTPAgent, play_games, random_agent
+
+    black = GTPAgent(f"{fake} --name alpha --script {WALL_BLACK}", "alpha")
+    white = GTPAgent(f"{fake} --name beta --script {WALL_WHITE}", "beta")
+    key = jax.random.PRNGKey(0)
+    common = dict(size=5, komi=0.5, rules="chinese", num_games=1)
+    board = play_games(black, white, key, **common)
+    assert board.outcome.tolist() == [-1] and board.score.tolist() == [-6.5]  # A is Black
+    referee = f"{fake} --final-score B+12.5"
+    counted = play_games(black, white, key, referee=referee, sgf_dir=tmp_path, **common)
+    assert counted.outcome.tolist() == [1] and counted.score.tolist() == [12.5]
+    assert counted.result_string(0) == "B+12.5"
+    (line,) = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["counted_by"] == "referee"
+    with pytest.raises(ValueError, match="a referee counts GTP games"):
+        play_games(random_agent(), random_agent(), key, referee=referee, size=5, num_games=2)
+
+
 def test_a_referee_counts_games_that_end_by_two_passes(fake, tmp_path):
     sent = tmp_path / "referee.txt"
     referee = f"{fake} --final-score B+12.5 --record {shlex.quote(str(sent))}"

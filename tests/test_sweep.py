@@ -145,6 +145,7 @@ def test_grid_order_and_steps():
         ("opponents", ("checkpoint:latest@lam2",), r"@lam takes a rollout lambda in \[0, 1\]"),
         ("opponents", ("run:runs/a@lamx",), r"@lam takes a rollout lambda in \[0, 1\]"),
         ("search.rollouts", 0, "search.rollouts must be >= 1"),
+        ("games.referee", "gnugo --mode gtp", "games.referee counts GTP games: it needs a gnugo"),
     ],
 )
 def test_bad_configs_are_clear_errors(key, value, message):
@@ -373,6 +374,19 @@ def test_lambda_axis_plays_each_leaf_mix_against_the_others(run_dir, tmp_path):
     (old / "sweep.json").write_text(json.dumps({"rollout_lambda": 0.5}))
     with pytest.raises(ValueError, match="cells all mixed rollouts with lambda 0.5"):
         run_sweep(config, old, progress=False)
+
+
+def test_a_referee_is_a_setting_of_the_sweep_and_absent_without_one():
+    from eval.sweep import _shared_settings
+
+    c = default_config()
+    c.checkpoints.workdir = "run"
+    c.opponents = ("gnugo:3",)
+    board = {"size": 9, "komi": 7.0, "rules": "chinese", "max_moves": None}
+    assert "referee" not in _shared_settings(c, board)  # sweeps from before it resume
+    c.games.referee = "gnugo  --mode gtp --level '10'"
+    check_config(c)
+    assert _shared_settings(c, board)["referee"] == "gnugo --mode gtp --level 10"
 
 
 def test_cell_ids_are_stable():
