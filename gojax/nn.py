@@ -225,7 +225,6 @@ def global_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.concatenate([mean, mean * (b * 0.1), maximum], axis=-1)
 
 
-@jax.custom_vjp
 def _board_max(x: jax.Array) -> jax.Array:
     """``max`` over the board, ``[B, H, W, C] -> [B, C]``, whose gradient goes to the
     first point holding it.
@@ -236,23 +235,28 @@ def _board_max(x: jax.Array) -> jax.Array:
     NaN (seen training the ``tiny`` net on the CPU at XLA optimisation level 0). The
     gradient here is a one-hot of the argmax: no division, and inference is unchanged.
     """
-    return jnp.max(x, axis=(1, 2))
+    batch, height, width, channels = x.shape
+    return _max_over_points(x.reshape(batch, height * width, channels))
 
 
-def _board_max_forward(x: jax.Array) -> tuple[jax.Array, tuple[jax.Array, tuple[int, ...]]]:
-    flat = x.reshape(x.shape[0], -1, x.shape[-1])
+@jax.custom_vjp
+def _max_over_points(flat: jax.Array) -> jax.Array:
+    """``[B, P, C] -> [B, C]``; see ``_board_max``."""
+    return jnp.max(flat, axis=1)
+
+
+def _max_over_points_forward(flat: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     first = jnp.argmax(flat, axis=1)  # [B, C]
-    return jnp.max(flat, axis=1), (first, x.shape)
+    points = jnp.arange(flat.shape[1], dtype=first.dtype)  # [P]: its length is P, for the VJP
+    return jnp.max(flat, axis=1), (first, points)
 
 
-def _board_max_backward(residual, g: jax.Array) -> tuple[jax.Array]:
-    first, shape = residual
-    points = jnp.arange(shape[1] * shape[2], dtype=first.dtype)[None, :, None]
-    grad = jnp.where(points == first[:, None, :], g[:, None, :], 0.0)
-    return (grad.reshape(shape).astype(g.dtype),)
+def _max_over_points_backward(residual, g: jax.Array) -> tuple[jax.Array]:
+    first, points = residual
+    return (jnp.where(points[None, :, None] == first[:, None, :], g[:, None, :], 0.0),)
 
 
-_board_max.defvjp(_board_max_forward, _board_max_backward)
+_max_over_points.defvjp(_max_over_points_forward, _max_over_points_backward)
 
 
 def value_pool(x: jax.Array, mask: jax.Array) -> jax.Array:
