@@ -307,19 +307,20 @@ def test_a_trained_net_exports_as_version_12_and_plays_with_optimism(run_dir, tm
     assert trained.short_term_heads and trained.version == 12
     assert policy_optimism(trained) == (0.2, 1.0)  # KataGo's defaults, as for its own nets
     states = jax.vmap(lambda _: gojax.new_game(5, komi=0.5))(jnp.arange(2))
+
+    def evaluate_jitted(module, variables, version):  # one program, not hundreds of ops
+        return jax.jit(lambda v: evaluate(module, v, states, version=version))(variables)
+
     for optimism in (0.0, 0.2):
-        mine = evaluate(
-            trained.module(policy_optimism=optimism), trained.variables, states, version=12
+        mine = evaluate_jitted(
+            trained.module(policy_optimism=optimism), trained.variables, version=12
         )
-        file = evaluate(
-            model.module(policy_optimism=optimism),
-            model.variables,
-            states,
-            version=model.output_spec,
+        file = evaluate_jitted(
+            model.module(policy_optimism=optimism), model.variables, version=model.output_spec
         )
         for key in ("policy", "white_win", "shortterm_winloss_error", "shortterm_score_error"):
             np.testing.assert_allclose(file[key], mine[key], rtol=1e-4, atol=1e-4, err_msg=key)
-    plain = evaluate(trained.module(), trained.variables, states, version=12)["policy"]
+    plain = evaluate_jitted(trained.module(), trained.variables, version=12)["policy"]
     assert not np.allclose(mine["policy"], plain, atol=1e-5)
 
 
