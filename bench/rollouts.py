@@ -24,10 +24,7 @@ import platform
 
 import jax
 import jax.numpy as jnp
-from _timing import (
-    best_times,
-    cpu_name,
-)  # bench/_timing.py (scripts run with bench/ on the path)
+from _timing import best_times, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
 from gojax import rollout_policy

@@ -588,10 +588,8 @@ def _black_margin(game: GameResult) -> float:
     """Black's margin of a GTP game: the referee's where it counted the game."""
     if game.counted_by != "referee":
         return game.margin
-    if game.result == "0":
-        return 0.0
-    colour, points = game.result.split("+")  # parse_final_score's "B+12" / "W+3.5"
-    return float(points) if colour == "B" else -float(points)
+    winner = sgf.result_winner(game.result)  # parse_final_score's "B+12", "W+3.5" or "0"
+    return 0.0 if winner == 0 else winner * float(game.result[2:])
 
 
 def play_games(
