@@ -12,11 +12,16 @@ byo-yomi); :func:`allocate_time` gives each move a share of what is left
 and never more than what is left minus a safety margin, so the engine
 does not lose on time while the controller's clock is honest.
 
-Scoring: ``final_score`` counts the position as it stands, as the rule
-preset scores it: the Tromp-Taylor area count with every stone alive, or under
-``japanese`` territory and prisoners with no points in seki (dead stones
-removed only inside pass-alive area, see ``gojax._territory``); ``final_status`` calls stones dead
-from the network's ownership (see :meth:`Engine.final_status`).
+Scoring: ``final_status`` judges each chain alive or dead from the network's
+ownership, as KataGo's engine does (:func:`dead_chains`), and ``final_score``
+removes the dead chains before counting by the rule preset (Tromp-Taylor area,
+or under ``japanese`` territory and prisoners with no points in seki, the
+removed stones the opponent's prisoners), so that the two agree and a
+controller or match referee gets the count a person would agree to. Stones
+all count as alive, the position as it stands, when the rules say so (a
+``tromp-taylor`` game ended by two passes: that count is the board's) or when
+the player has no ownership to judge with (no network, or a net that never
+learned ownership).
 """
 
 from __future__ import annotations
@@ -538,7 +543,8 @@ class Engine:
         last = self.moves[-1] if self.moves else None
         if last is None or last.colour == colour or last.action != self.size * self.size:
             return False
-        return self.margin() * colour > 0
+        # A pass now ends the game: count as final_score would then.
+        return self.margin(self.dead_stones(game_over=True)) * colour > 0
 
     # -- time -----------------------------------------------------------------
 
@@ -552,32 +558,57 @@ class Engine:
 
     # -- scoring --------------------------------------------------------------
 
-    def margin(self) -> float:
-        """Black's margin by the rules' count (:func:`gojax.score`), handicap bonus in komi."""
-        return float(_jitted(score)(self.state))
+    def margin(self, dead: np.ndarray | None = None) -> float:
+        """Black's margin by the rules' count (:func:`gojax.score`), handicap bonus in komi.
+
+        ``dead``: ``[P]`` bool, stones removed first (the opponent's prisoners).
+        """
+        state = self.state if dead is None or not np.any(dead) else self._without(dead)
+        return float(_jitted(score)(state))
+
+    def _without(self, dead: np.ndarray) -> GoState:
+        """The position with the ``dead`` stones taken off as the opponent's prisoners."""
+        board = np.asarray(self.state.board)
+        captured = [np.sum(dead & (board == WHITE)), np.sum(dead & (board == BLACK))]
+        state = self._new_state(np.where(dead, 0, board).astype(np.int8), self.to_play)
+        captures = np.asarray(self.state.captures, np.int64) + captured  # [by Black, by White]
+        return state.replace(captures=jnp.asarray(captures, state.captures.dtype))
+
+    def dead_stones(self, *, game_over: bool | None = None) -> np.ndarray:
+        """``[P]`` bool: the stones ``final_score`` removes and ``final_status`` calls dead.
+
+        None when the position counts as it stands (see the module's docstring):
+        ``game_over`` (default: whether the game has ended) decides that for
+        ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of one network
+        evaluation of the position.
+        """
+        board = np.asarray(self.state.board)
+        over = bool(self.state.terminated) if game_over is None else game_over
+        as_it_stands = self.rules == "tromp-taylor" and over
+        if as_it_stands or not self.player.has_ownership or not np.any(board):
+            return np.zeros(board.shape, bool)
+        state = _live(self.state)
+        ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's view
+        return dead_chains(board, np.asarray(self.state.chain), ownership)
 
     def final_score(self) -> str:
-        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0`` by :meth:`margin`."""
-        return _game.result_string(self.margin())
+        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0``, dead stones removed."""
+        return _game.result_string(self.margin(self.dead_stones()))
 
-    def final_status(self, status: str, *, threshold: float = 0.6) -> list[int]:
+    def final_status(self, status: str) -> list[int]:
         """Points of the stones with ``status`` (``alive``, ``dead``, ``seki``).
 
-        A stone is dead when the network's ownership gives its point to the
-        opponent with ownership beyond ``threshold`` (one evaluation of the
-        current position). Seki is not detected: that list is always empty.
+        Dead as :meth:`dead_stones` judges them; seki is not told apart from
+        life (that list is always empty, the stones in seki ``alive``).
         """
         if status not in ("alive", "dead", "seki"):
             raise EngineError("syntax error")
         board = np.asarray(self.state.board)
-        stones = np.flatnonzero(board)
-        if status == "seki" or not len(stones):
+        if status == "seki":
             return []
-        state = _live(self.state)
-        ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's view
-        dead = board[stones] * ownership[stones] < -threshold
-        chosen = stones[dead] if status == "dead" else stones[~dead]
-        return [int(p) for p in chosen]
+        dead = self.dead_stones()
+        chosen = dead if status == "dead" else (board != 0) & ~dead
+        return [int(p) for p in np.flatnonzero(chosen)]
 
     # -- records --------------------------------------------------------------
 
@@ -644,6 +675,40 @@ RULES_FOR_KGS = {
     "new_zealand": "new-zealand",
     "japanese": "japanese",
 }
+
+
+# KataGo's engine (final_status_list, final_score) calls a chain alive when its
+# stones' mean ownership for their own colour is above 0.2 and none is below -0.6.
+ALIVE_MEAN_OWNERSHIP = 0.2
+ALIVE_WORST_OWNERSHIP = -0.6
+
+
+def dead_chains(board: np.ndarray, chain: np.ndarray, ownership: np.ndarray) -> np.ndarray:
+    """``[P]`` bool: the stones of the chains the ownership calls dead.
+
+    Args:
+      board: ``[P]`` stones (+1 black, -1 white, 0 empty).
+      chain: ``[P]`` each stone's chain label (``GoState.chain``).
+      ownership: ``[P]`` in [-1, 1], +1 owned by Black.
+
+    A chain lives when the mean of its stones' ownership for their own colour
+    is above :data:`ALIVE_MEAN_OWNERSHIP` and its worst stone's above
+    :data:`ALIVE_WORST_OWNERSHIP`; whole chains live or die together.
+    """
+    board = np.asarray(board)
+    stones = np.flatnonzero(board)
+    if not len(stones):
+        return np.zeros(board.shape, bool)
+    own = np.asarray(ownership, np.float64)[stones] * board[stones]
+    _, label = np.unique(np.asarray(chain)[stones], return_inverse=True)
+    count = np.bincount(label)
+    mean = np.bincount(label, weights=own) / count
+    worst = np.full(len(count), np.inf)
+    np.minimum.at(worst, label, own)
+    alive = (mean > ALIVE_MEAN_OWNERSHIP) & (worst > ALIVE_WORST_OWNERSHIP)
+    dead = np.zeros(board.shape, bool)
+    dead[stones] = ~alive[label]
+    return dead
 
 
 def rules_json(name: str) -> dict:

@@ -141,6 +141,9 @@ class Player(Protocol):
     """The interface the engine talks to."""
 
     name: str
+    # Whether ``Analysis.ownership`` means anything (a network that learned it): the
+    # engine's dead stones come from it (``Engine.dead_stones``).
+    has_ownership: bool
 
     def analyze(
         self,
@@ -269,6 +272,15 @@ def _policy_analysis(
     )
 
 
+def knows_ownership(model: Any) -> bool:
+    """Whether ``model``'s ownership output means anything.
+
+    KataGo files always; a ``TrainedModel`` when its run learned ownership
+    (``TrainedModel.has_ownership``); a network-free search's stand-in never.
+    """
+    return bool(getattr(model, "has_ownership", True))
+
+
 class _OneShotPlayer:
     """A player whose whole analysis is one call of ``self._analysis(state, key)``."""
 
@@ -297,6 +309,7 @@ class PolicyPlayer(_OneShotPlayer):
         from gojax.evaluate import make_evaluator
 
         self.model = model
+        self.has_ownership = knows_ownership(model)
         # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
         self.board_sizes = getattr(model, "board_sizes", None)
         optimism = f", policy optimism {policy_optimism:g}" if policy_optimism else ""
@@ -347,6 +360,7 @@ class UniformPlayer(_OneShotPlayer):
     """
 
     name = "uniform"
+    has_ownership = False
 
     def __init__(self, *, max_moves: int = 10) -> None:
         self.max_moves = max_moves
@@ -515,6 +529,7 @@ class SearchPlayer:
     ) -> None:
         """State shared by every search player; ``functions`` as ``_search_functions`` gives."""
         self.model = model
+        self.has_ownership = knows_ownership(model)
         self.name = name
         self.board_sizes = board_sizes
         self.symmetry = symmetry
@@ -640,6 +655,7 @@ class _NoNetwork:
 
     name: str
     variables: Any = None
+    has_ownership: bool = False
 
 
 class _WithRolloutPolicy:

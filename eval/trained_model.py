@@ -47,6 +47,13 @@ class TrainedModel:
     opponent_policy: bool = False  # the net has an opponent-reply output (not used in play)
     activation: str = ""  # a KataGo net's activation if not its preset's (train.model.ModelSpec)
     short_term_heads: bool = False  # KataGo's short-term heads, optimistic policy included
+    ownership_trained: bool = True  # self-play with learner.ownership_weight > 0
+
+    @property
+    def has_ownership(self) -> bool:
+        """Whether the ownership output means anything: a KataGo-architecture net whose
+        run learned it (AGZ and AlphaGo nets have no such head)."""
+        return isinstance(self.version, int) and self.ownership_trained
 
     @property
     def output_spec(self) -> int | str:
@@ -115,4 +122,12 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         opponent_policy=spec.opponent_policy,
         activation=spec.activation,
         short_term_heads=spec.short_term_heads,
+        ownership_trained=_learned_ownership(run.config),
     )
+
+
+def _learned_ownership(config: dict[str, Any]) -> bool:
+    """Whether a run's config trained the ownership output: self-play (the other
+    trainers have no final positions to learn it from) with a positive weight."""
+    weight = float(config.get("learner", {}).get("ownership_weight", 1.0))
+    return "selfplay" in config and weight > 0

@@ -28,6 +28,7 @@ from eval.engine import (
     Engine,
     TimeSettings,
     allocate_time,
+    dead_chains,
     expected_moves_left,
     rules_from_json,
 )
@@ -657,6 +658,64 @@ def test_network_final_status_calls_a_lone_invader_dead():
     assert ask(server, "final_status_list dead") == "= E5"
     alive = ask(server, "final_status_list alive")[2:].split()
     assert sorted(alive) == sorted(black)
+
+
+def test_network_final_score_removes_the_dead_stones_final_status_names():
+    server = fresh_net_server()
+    black = "C3 C4 C5 C6 C7 D3 D7 E3 E7 F3 F7 G3 G4 G5 G6 G7".split()
+    run(server, "".join(f"play b {v}\n" for v in black) + "play w E5\n")
+    # On the board: Black's 16 stones and 56 outside points against E5, komi 7.
+    # E5 dead: all 81 points are Black's.
+    assert ask(server, "final_score") == "= B+74"
+    # Territory: 65 points and E5 as a prisoner.
+    assert run(server, "kata-set-rules japanese\nfinal_score\n") == ["=", "= B+59"]
+    # Tromp-Taylor counts a game ended by two passes as it stands, before as anticipated.
+    assert run(server, "kata-set-rules tromp-taylor\nfinal_score\n") == ["=", "= B+74"]
+    assert run(server, "play b pass\nplay w pass\nfinal_score\n") == ["=", "=", "= B+64"]
+    assert ask(server, "final_status_list dead") == "="
+    assert run(server, "kata-set-rules chinese\nfinal_score\n") == ["=", "= B+74"]
+    assert ask(server, "final_status_list dead") == "= E5"
+
+
+def test_network_final_score_gives_katago_engines_winners_where_the_board_did_not():
+    """The recorded chinese match that KataGo's own engine recounted (``gojax recount``):
+    every game whose board count named another winner than KataGo's final_score."""
+    from eval.match import read_match
+    from eval.recount import read_recounts
+    from gojax.sgf import result_winner
+
+    folder = REPO / "results" / "katago_search" / "9x9-puct-v64-vs-katago-v64-t0"
+    match = read_match(folder)
+    assert (match.config.size, match.config.komi, match.config.rules) == (9, 7.0, "chinese")
+    records = {game.game: game.sgf for game in match.games}
+    changed = [
+        r for r in read_recounts(folder) if result_winner(r.result) != result_winner(r.recount)
+    ]
+    assert len(changed) == 14
+    server = fresh_net_server()
+    for recount in changed:
+        run(server, "clear_board\n")
+        for colour, action in sgf.load(folder / records[recount.game]).moves:
+            server.engine.play(1 if colour == "B" else -1, action)
+        counted = ask(server, "final_score")[2:]
+        assert result_winner(counted) == result_winner(recount.recount), recount
+
+
+def test_dead_chains_follow_katago_thresholds():
+    # One row: a black chain (0, 1), a black stone (3), a white chain (5, 6), a white stone (8).
+    board = np.array([1, 1, 0, 1, 0, -1, -1, 0, -1])
+    chain = np.array([0, 0, 9, 3, 9, 5, 5, 9, 8])
+
+    def dead(ownership):
+        return np.flatnonzero(dead_chains(board, chain, np.array(ownership, float))).tolist()
+
+    assert dead([0.9, 0.9, 0, 0.9, 0, -0.9, -0.9, 0, -0.9]) == []
+    # Mean for its own colour 0.2 is not above 0.2: dead, its whole chain.
+    assert dead([0.3, 0.1, 0, 0.9, 0, -0.9, -0.9, 0, -0.21]) == [0, 1]
+    # One stone at -0.6 or worse kills a chain whose mean is fine.
+    assert dead([0.9, 0.9, 0, 0.9, 0, 0.6, -1.0, 0, -0.9]) == [5, 6]
+    assert dead([0.9, 0.9, 0, -0.2, 0, -0.9, -0.9, 0, 0.9]) == [3, 8]
+    assert not dead_chains(np.zeros(9, int), np.full(9, 9), np.zeros(9)).any()
 
 
 def test_network_free_handicap_and_resign():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 
 import jax
@@ -14,7 +15,7 @@ from test_train_loop import tiny_config
 
 import gojax
 from eval.gtp import GTPServer, make_engine
-from eval.trained_model import load_trained_model
+from eval.trained_model import TrainedModel, _learned_ownership, load_trained_model
 from gojax.evaluate import AGZ, evaluate
 from train.loop import train
 from train.model import ModelSpec, build, encode, forward
@@ -79,6 +80,10 @@ def _args(run_dir: str, **kwargs) -> argparse.Namespace:
 def test_gtp_plays_a_checkpoints_raw_policy(run_dir):
     engine = make_engine(_args(run_dir, visits=1))
     assert engine.player.name.startswith("policy(")
+    # An AGZ net has no ownership to judge dead stones by: the board counts as it stands.
+    assert not engine.player.has_ownership
+    engine.play(1, 12)
+    assert not engine.dead_stones().any() and engine.final_status("alive") == [12]
     server = GTPServer(engine, io.StringIO(), version="test")
     move = ask(server, "genmove b").removeprefix("= ")
     assert move == "pass" or gojax.gtp_to_action(move, 5) is not None
@@ -100,3 +105,14 @@ def test_gtp_plays_a_checkpoint_on_its_own_board_size_only(run_dir):
         make_engine(_args(run_dir, size=9))
     with pytest.raises(ValueError, match="give one network"):
         make_engine(_args(run_dir, model="x.bin.gz"))
+
+
+def test_only_self_play_with_an_ownership_loss_learns_ownership():
+    net = TrainedModel("n", "tiny", {}, version=8, board_sizes=None, step=1)
+    assert net.has_ownership
+    assert not dataclasses.replace(net, ownership_trained=False).has_ownership
+    assert not dataclasses.replace(net, version=AGZ).has_ownership
+    assert _learned_ownership({"selfplay": {}, "learner": {"ownership_weight": 1.5}})
+    assert not _learned_ownership({"selfplay": {}, "learner": {"ownership_weight": 0.0}})
+    # train-sl's games have no final positions to learn it from.
+    assert not _learned_ownership({"data": {}, "learner": {"ownership_weight": 1.0}})
