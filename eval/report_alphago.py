@@ -172,14 +172,16 @@ def _without_seed(config: dict[str, Any]) -> str:
 
 
 def render_sl(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plots]:
-    """A row per net (runs differing only in seed share it): held-out accuracy and loss."""
+    """A row per net (runs differing only in seed share it): held-out accuracy, policy loss
+    and value MSE; plots of the held-out accuracy and value MSE over the runs."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for run in runs.values():
         groups.setdefault(_without_seed(run["config"]), []).append(run)
     means = [sum(r["eval"]["accuracy"] for r in g) / len(g) for g in groups.values()]
     best = max(means)
+    mse_means = [sum(r["eval"]["value_mse"] for r in g) / len(g) for g in groups.values()]
     body = []
-    for group, mean in zip(groups.values(), means, strict=True):
+    for group, mean, mse in zip(groups.values(), means, mse_means, strict=True):
         group.sort(key=lambda r: r["config"].get("seed", 0))
         config = group[0]["config"]
         preset, size = config["model"]["preset"], config["board"]["size"]
@@ -195,17 +197,29 @@ def render_sl(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plots]:
                 " / ".join(format_number(int(r["eval"]["positions"])) for r in group),
                 f"**{accuracy}**" if mean == best and means.count(best) == 1 else accuracy,
                 " / ".join(f"{r['eval']['policy_loss']:.3f}" for r in group),
+                _bold_if(
+                    " / ".join(f"{r['eval']['value_mse']:.3f}" for r in group),
+                    mse == min(mse_means) and mse_means.count(mse) == 1,
+                ),
             ]
         )
     size = next(iter(runs.values()))["config"]["board"]["size"]
     headers = ["net", "inputs", f"parameters ({size}×{size})", "seeds", "steps"]
-    headers += ["held-out positions", "move accuracy", "policy loss (nats)"]
-    table = markdown_table(headers, body, right=[False, False] + [True] * 6)
+    headers += ["held-out positions", "move accuracy", "policy loss (nats)", "value MSE"]
+    table = markdown_table(headers, body, right=[False, False] + [True] * 7)
 
     def plot(path: Path) -> None:
         _plot_curves(runs, "holdout.accuracy", "held-out move accuracy", "SL policy nets", path)
 
-    return table, {f"{name}.png": plot}
+    def plot_value(path: Path) -> None:
+        title = "SL nets' value heads (1 = predicting 0)"
+        _plot_curves(runs, "holdout.value_mse", "held-out value MSE", title, path, baseline=1.0)
+
+    return table, {f"{name}.png": plot, f"{name}_value.png": plot_value}
+
+
+def _bold_if(text: str, bold: bool) -> str:
+    return f"**{text}**" if bold else text
 
 
 # ---------------------------------------------------------------------------- RL (policy gradient)

@@ -631,12 +631,16 @@ class KataGoNet(nn.Module):
 
 
 class _AGZResBlock(nn.Module):
-    """AlphaGo Zero residual block: ``relu(x + bn(conv(relu(bn(conv(x))))))``. ``[B,N,N,C]``."""
+    """AlphaGo Zero residual block: ``relu(x + bn(conv(relu(bn(conv(x))))))``. ``[B,N,N,C]``.
+
+    ``residual=False``: the same two layers without the skip, ``relu(bn(conv(relu(bn(conv(x))))))``.
+    """
 
     channels: int
     dtype: Any = jnp.float32
     bn_momentum: float = 0.99
     bn_epsilon: float = BN_EPSILON
+    residual: bool = True
 
     @nn.compact
     def __call__(self, x: jax.Array, train: bool) -> jax.Array:
@@ -649,7 +653,7 @@ class _AGZResBlock(nn.Module):
         )
         h = nn.relu(bn(name="bn1")(_SameConv(self.channels, 3, self.dtype, name="conv1")(x)))
         h = bn(name="bn2")(_SameConv(self.channels, 3, self.dtype, name="conv2")(h))
-        return nn.relu(x + h)
+        return nn.relu(x + h if self.residual else h)
 
 
 class AlphaGoZeroNet(nn.Module):
@@ -659,6 +663,13 @@ class AlphaGoZeroNet(nn.Module):
     ``policy_logits [B, N*N+1]`` (row-major from the top row, then pass) and
     ``value [B]`` in [-1, 1] for the side to move. The dense layers fix ``N``
     at ``init``.
+
+    The variants the paper compares in its Fig. 4: ``residual=False`` ("conv")
+    drops the blocks' skip connections, leaving a plain stack of
+    ``2 * num_blocks + 1`` convolutions; ``separate=True`` ("sep") gives the
+    value head a tower of its own (``value_tower_*``), so that the policy and
+    the value are two networks in one module, each trained by its own loss
+    alone. The default is the paper's "dual-res".
     """
 
     num_blocks: int = 19
@@ -668,6 +679,8 @@ class AlphaGoZeroNet(nn.Module):
     dtype: Any = jnp.float32
     bn_momentum: float = 0.99
     bn_epsilon: float = BN_EPSILON
+    residual: bool = True
+    separate: bool = False
 
     @nn.compact
     def __call__(self, planes: jax.Array, train: bool = False) -> dict[str, jax.Array]:
@@ -681,14 +694,26 @@ class AlphaGoZeroNet(nn.Module):
             dtype=self.dtype,
         )
         b, n, m, _ = planes.shape
-        x = nn.relu(bn(name="bn")(_InputConv(self.channels, 3, self.dtype, name="conv")(planes)))
-        for i in range(self.num_blocks):
-            x = _AGZResBlock(
-                self.channels, self.dtype, self.bn_momentum, self.bn_epsilon, name=f"block{i + 1}"
-            )(x, train)
+
+        def tower(prefix: str) -> jax.Array:
+            conv = _InputConv(self.channels, 3, self.dtype, name=f"{prefix}conv")
+            x = nn.relu(bn(name=f"{prefix}bn")(conv(planes)))
+            for i in range(self.num_blocks):
+                x = _AGZResBlock(
+                    self.channels,
+                    self.dtype,
+                    self.bn_momentum,
+                    self.bn_epsilon,
+                    residual=self.residual,
+                    name=f"{prefix}block{i + 1}",
+                )(x, train)
+            return x
+
+        x = tower("")
+        value_x = tower("value_tower_") if self.separate else x
         p = nn.relu(bn(name="policy_bn")(_conv(2, 1, "policy_conv", self.dtype)(x)))
         policy = nn.Dense(n * m + 1, dtype=self.dtype, name="policy_fc")(p.reshape(b, -1))
-        v = nn.relu(bn(name="value_bn")(_conv(1, 1, "value_conv", self.dtype)(x)))
+        v = nn.relu(bn(name="value_bn")(_conv(1, 1, "value_conv", self.dtype)(value_x)))
         v = nn.relu(
             nn.Dense(self.value_hidden, dtype=self.dtype, name="value_fc1")(v.reshape(b, -1))
         )
@@ -877,12 +902,26 @@ b28c512nbt = _katago_preset(
 
 
 def _agz_preset(
-    name: str, num_blocks: int, channels: int, params: int
+    name: str,
+    num_blocks: int,
+    channels: int,
+    params: int,
+    *,
+    residual: bool = True,
+    separate: bool = False,
 ) -> Callable[..., AlphaGoZeroNet]:
     """A ``functools.partial(AlphaGoZeroNet, ...)`` with a docstring giving its size."""
-    ctor = functools.partial(AlphaGoZeroNet, num_blocks=num_blocks, channels=channels)
+    ctor = functools.partial(
+        AlphaGoZeroNet,
+        num_blocks=num_blocks,
+        channels=channels,
+        residual=residual,
+        separate=separate,
+    )
+    blocks = f"{num_blocks} residual blocks" if residual else f"{2 * num_blocks} conv layers"
+    towers = "separate policy and value towers, each" if separate else "one tower"
     ctor.__doc__ = (
-        f"AlphaGoZeroNet {name}: conv block + {num_blocks} residual blocks, {channels} channels; "
+        f"AlphaGoZeroNet {name}: {towers} a conv block + {blocks}, {channels} channels; "
         f"{params:,} parameters at 19x19."
     )
     return ctor
@@ -891,6 +930,10 @@ def _agz_preset(
 # The paper's "20 block" net: one conv block and 19 residual blocks.
 agz_b20c256 = _agz_preset("agz_b20c256", 19, 256, 22_827_877)
 agz_tiny = _agz_preset("agz_tiny", 2, 16, 366_533)
+# The other cells of the paper's Fig. 4 at agz_tiny's size: "sep-res", "dual-conv", "sep-conv".
+agz_tiny_sep = _agz_preset("agz_tiny_sep", 2, 16, 378_357, separate=True)
+agz_tiny_conv = _agz_preset("agz_tiny_conv", 2, 16, 366_533, residual=False)
+agz_tiny_sep_conv = _agz_preset("agz_tiny_sep_conv", 2, 16, 378_357, residual=False, separate=True)
 
 
 def _alphago_preset(
@@ -928,6 +971,9 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
     "b18c384nbt": b18c384nbt,
     "b28c512nbt": b28c512nbt,
     "agz_tiny": agz_tiny,
+    "agz_tiny_sep": agz_tiny_sep,
+    "agz_tiny_conv": agz_tiny_conv,
+    "agz_tiny_sep_conv": agz_tiny_sep_conv,
     "agz_b20c256": agz_b20c256,
     "alphago": alphago,
     "alphago_tiny": alphago_tiny,

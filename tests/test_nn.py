@@ -383,6 +383,10 @@ PRESET_PARAMS = {
     "b40c256": 45_991_831,
     "b60c320": 106_705_799,
     "agz_tiny": 366_533,
+    # A second tower: input conv 2,448 + BN 32 + 2 blocks of 4,672.
+    "agz_tiny_sep": 366_533 + 11_824,
+    "agz_tiny_conv": 366_533,
+    "agz_tiny_sep_conv": 366_533 + 11_824,
     "agz_b20c256": 22_827_877,
     "alphago": 7_863_148,
     "tiny_nbt": 39_807,
@@ -497,6 +501,51 @@ def test_alphago_zero_net_shapes():
     train = jax.jit(functools.partial(module.apply, train=True, mutable=["batch_stats"]))
     out, _ = train(variables, planes)
     assert out["policy_logits"].shape == (3, 82)
+
+
+def test_alphago_zero_variants_drop_the_skips_and_split_the_towers():
+    """Fig. 4's "conv" nets are the blocks without their skips; its "sep" nets a second
+    tower that only the value reads, so that each loss trains its own tower alone."""
+    planes = jax.random.normal(jax.random.key(0), (2, 5, 5, 17))
+    dual = gnn.agz_tiny()
+    variables = dual.init(jax.random.key(1), planes)
+    conv = gnn.agz_tiny_conv()
+    assert jax.tree.structure(conv.init(jax.random.key(1), planes)) == jax.tree.structure(variables)
+    # The same parameters: equal outputs unless the skips carry something.
+    residual, plain = dual.apply(variables, planes), conv.apply(variables, planes)
+    assert not np.allclose(residual["value"], plain["value"])
+
+    x = jax.random.normal(jax.random.key(2), (2, 5, 5, 16))
+    block = {k: v["block1"] for k, v in variables.items()}
+    for skip in (True, False):
+        out, state = gnn._AGZResBlock(16, residual=skip).apply(
+            block, x, False, capture_intermediates=True
+        )
+        h = state["intermediates"]["bn2"]["__call__"][0]  # the second layer, normalised
+        np.testing.assert_allclose(out, jax.nn.relu(x + h if skip else h), atol=1e-6)
+
+    sep = gnn.agz_tiny_sep()
+    sep_vars = sep.init(jax.random.key(1), planes)
+    tower = {k for k in sep_vars["params"] if k.startswith("value_tower_")}
+    assert tower == {
+        "value_tower_conv",
+        "value_tower_bn",
+        "value_tower_block1",
+        "value_tower_block2",
+    }
+
+    def grads(loss):
+        return jax.grad(lambda p: loss(sep.apply({**sep_vars, "params": p}, planes)))(
+            sep_vars["params"]
+        )
+
+    policy = grads(lambda out: jnp.sum(out["policy_logits"] ** 2))
+    value = grads(lambda out: jnp.sum(out["value"] ** 2))
+    for name in sep_vars["params"]:
+        by_policy = any(np.any(g != 0) for g in jax.tree.leaves(policy[name]))
+        by_value = any(np.any(g != 0) for g in jax.tree.leaves(value[name]))
+        assert by_policy == (not name.startswith("value")), name
+        assert by_value == name.startswith("value"), name
 
 
 @pytest.mark.parametrize(

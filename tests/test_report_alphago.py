@@ -27,7 +27,9 @@ def _write(folder: Path, files: dict[str, object]) -> Path:
 def _sl_run(folder: Path, preset: str, seed: int, accuracy: float) -> None:
     config = {"board": {"size": 5}, "model": {"preset": preset}, "data": {}, "seed": seed}
     holdout = {"step": 30, "positions": 200.0, "accuracy": accuracy, "policy_loss": 2.0 + seed}
+    holdout["value_mse"] = 1.5 - accuracy  # a better policy, a better value: a bold lowest
     records = [{"step": s, "holdout.accuracy": accuracy * s / 30} for s in (10, 20, 30)]
+    records[-1]["holdout.value_mse"] = holdout["value_mse"]
     _write(folder, {"config.json": config, "holdout.json": holdout, "metrics.jsonl": records})
 
 
@@ -140,7 +142,7 @@ def test_sl_runs_share_a_row_per_net_one_value_per_seed(results):
     assert 69_492 - (81 - 25) * (256 + 1) == 55_100
     assert (
         "| `alphago_tiny` | AlphaGo's 48 planes | 55,100 | 0 / 1 | 30 / 30 | 200 / 200 "
-        "| **40.0% / 38.0%** | 2.000 / 3.000 |" in text
+        "| **40.0% / 38.0%** | 2.000 / 3.000 | **1.100 / 1.120** |" in text
     )
     assert "| `agz_tiny` | AlphaGo Zero's 17 planes |" in text
     assert "| 10.0% / 12.0% |" in text and "parameters (5×5)" in text

@@ -12,7 +12,14 @@ from reference import reference_path
 from gojax import sgf
 from train.loop import apply_overrides
 from train.selfplay import agz_encode
-from train.supervised import SGFStream, default_sl_config, game_examples, sgf_files, train_sl
+from train.supervised import (
+    SGFStream,
+    _holdout,
+    default_sl_config,
+    game_examples,
+    sgf_files,
+    train_sl,
+)
 
 # 5x5: B C3, W C2, B B2, W pass, B D2 (captures nothing), White wins by resignation.
 GAME = "(;GM[1]FF[4]SZ[5]KM[0.5]RU[Chinese]RE[W+R];B[cc];W[cb];B[bb];W[];B[db])"
@@ -87,6 +94,21 @@ def test_stream_order_depends_on_seed_and_epoch_only(tmp_path):
     c = SGFStream(files, agz_encode, size=5, default_rules="chinese", seed=3)
     c.load_state_dict(b.state_dict())
     assert first_moves(c, 5) == whole[4:]
+
+
+def test_holdout_takes_usable_files_from_either_end(tmp_path):
+    for name in ("a", "b", "c", "d", "e"):
+        (tmp_path / f"{name}.sgf").write_text(GAME if name != "d" else "not sgf")
+    files = sgf_files(tmp_path)
+    stream = SGFStream(files, agz_encode, size=5, default_rules="chinese", seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rest, games = _holdout(files, stream, 2)
+        assert [f.name for f in rest] == ["c.sgf", "d.sgf", "e.sgf"] and len(games) == 2
+        rest, games = _holdout(files, stream, 2, "last")  # d is skipped: not usable
+        assert [f.name for f in rest] == ["a.sgf", "b.sgf", "d.sgf"] and len(games) == 2
+    with pytest.raises(ValueError, match="data.holdout_from must be one of"):
+        _holdout(files, stream, 2, "middle")
 
 
 def test_no_usable_file_is_an_error(tmp_path):

@@ -17,7 +17,8 @@ train``. Only where the examples come from differs:
 * positions go through a window (``ReplayBuffer``) that is sampled
   uniformly with the 8 symmetries -- a streaming shuffle: each position is
   drawn ``data.samples_per_position`` times on average;
-* the first ``data.holdout_games`` usable files, in sorted order, are never
+* the first ``data.holdout_games`` usable files, in sorted order (the last
+  with ``data.holdout_from="last"``: a self-play run's newest games), are never
   trained on: policy top-1 accuracy, policy loss and value MSE on them are
   the run's evaluation (AlphaGo's SL net predicted 57% of expert moves).
 
@@ -92,6 +93,7 @@ def default_sl_config() -> ml_collections.ConfigDict:
         dict(
             sgf_dir="",  # required: a folder searched recursively for *.sgf
             holdout_games=16,  # usable files kept out of training for evaluation
+            holdout_from="first",  # or "last": which end of the sorted files is held out
             window=200_000,  # positions held for sampling (the shuffle window)
             min_size=2_000,  # positions read before the first learner step
             games_per_chunk=16,  # files read between two bursts of learner steps
@@ -303,10 +305,18 @@ class SGFStream:
 # Held-out evaluation.
 
 
-def _holdout(files, stream: SGFStream, count: int) -> tuple[list[Path], list[dict]]:
-    """The first ``count`` usable files (sorted order) and their games; the rest train."""
+HOLDOUT_ENDS = ("first", "last")
+
+
+def _holdout(
+    files, stream: SGFStream, count: int, end: str = "first"
+) -> tuple[list[Path], list[dict]]:
+    """The first (or ``end="last"``: last) ``count`` usable files of ``files`` and their
+    games; the rest, in their order, train."""
+    if end not in HOLDOUT_ENDS:
+        raise ValueError(f"data.holdout_from must be one of {HOLDOUT_ENDS}, not {end!r}")
     held, games, rest = [], [], []
-    for path in files:
+    for path in files if end == "first" else reversed(files):
         if len(held) < count:
             game = stream.load(path)
             if game is not None:
@@ -314,7 +324,7 @@ def _holdout(files, stream: SGFStream, count: int) -> tuple[list[Path], list[dic
                 games.append(game)
                 continue
         rest.append(path)
-    return rest, games
+    return (rest if end == "first" else rest[::-1]), games
 
 
 def _stack_games(games: list[dict]) -> dict[str, Any]:
@@ -412,7 +422,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     stream = SGFStream(
         files, encode_fn, size=config.board.size, default_rules=config.board.rules, seed=config.seed
     )
-    train_files, held_games = _holdout(files, stream, d.holdout_games)
+    train_files, held_games = _holdout(files, stream, d.holdout_games, d.holdout_from)
     stream.files = train_files
     if not train_files:
         raise ValueError(f"{config.data.sgf_dir}: no files left to train on after the hold-out")
