@@ -577,10 +577,10 @@ class Engine:
     def dead_stones(self, *, game_over: bool | None = None) -> np.ndarray:
         """``[P]`` bool: the stones ``final_score`` removes and ``final_status`` calls dead.
 
-        None when the position counts as it stands (see the module's docstring):
-        ``game_over`` (default: whether the game has ended) decides that for
-        ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of one network
-        evaluation of the position.
+        None of them when the position counts as it stands (see the module's
+        docstring); ``game_over`` (default: whether the game has ended) decides
+        that under ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of one
+        network evaluation of the position.
         """
         board = np.asarray(self.state.board)
         over = bool(self.state.terminated) if game_over is None else game_over
