@@ -9,17 +9,18 @@ same without the skip connections; AlphaGo's nets were "sep-conv"). Here:
 ``agz_tiny_conv`` and ``agz_tiny_sep_conv`` (``gojax.nn.AlphaGoZeroNet``'s
 ``separate`` and ``residual``), on the 4,000 self-play games of
 ``configs/agz_data_go9.py``; the newest 192 games (the last 6 iterations) are
-held out::
+held out. Two seeds of each (another initialisation and order of the data)::
 
-    for arch in dual_res:agz_tiny sep_res:agz_tiny_sep dual_conv:agz_tiny_conv \\
-                sep_conv:agz_tiny_sep_conv; do
-      gojax train-sl --config configs/sl_agz_arch_go9.py \\
-          --workdir runs/sl_agz_arch_go9/${arch%%:*}_seed0 --config.model.preset=${arch#*:}
+    for seed in 0 1; do
+      for arch in dual_res:agz_tiny sep_res:agz_tiny_sep dual_conv:agz_tiny_conv \\
+                  sep_conv:agz_tiny_sep_conv; do
+        gojax train-sl --config configs/sl_agz_arch_go9.py \\
+            --workdir runs/sl_agz_arch_go9/${arch%%:*}_seed$seed \\
+            --config.model.preset=${arch#*:} --config.seed=$seed
+      done
     done
 
-(the recorded runs; ``--config.seed=1`` and ``_seed1`` workdirs repeat them
-with another initialisation and order of the data), then
-``configs/sweep_agz_arch_go9.py`` plays them. Results in
+then ``configs/sweep_agz_arch_go9.py`` plays them. Results in
 docs/papers.md ("AlphaGo Zero: dual and residual networks").
 
 AdamW 2e-3, batch 128, 4,000 steps: 512,000 samples, one pass over the

@@ -1,6 +1,6 @@
 """The four networks of ``configs/sl_agz_arch_go9.py`` played against each other.
 
-Run (after that file's four ``gojax train-sl`` commands)::
+Run (after that file's ``gojax train-sl`` commands)::
 
     gojax sweep --config configs/sweep_agz_arch_go9.py --workdir runs/agz_arch_go9_sweep
 
@@ -18,6 +18,17 @@ with separate heads)::
     gojax sweep --config configs/sweep_agz_arch_go9.py --workdir runs/agz_arch_go9_sweep_sep_conv \
         --config.checkpoints.workdir=$R/sep_conv_seed0 --config.checkpoints.label=sep_conv_seed0 \
         "--config.opponents=('run:$R/sep_res_seed0', 'run:$R/dual_conv_seed0')"
+
+and both again for the second seed's nets, without the fixed opponents::
+
+    gojax sweep --config configs/sweep_agz_arch_go9.py --workdir runs/agz_arch_go9_sweep_seed1 \\
+        --config.checkpoints.workdir=$R/dual_res_seed1 --config.checkpoints.label=dual_res_seed1 \\
+        "--config.opponents=('run:$R/sep_res_seed1', 'run:$R/dual_conv_seed1', \\
+                             'run:$R/sep_conv_seed1')"
+    gojax sweep --config configs/sweep_agz_arch_go9.py \\
+        --workdir runs/agz_arch_go9_sweep_sep_conv_seed1 \\
+        --config.checkpoints.workdir=$R/sep_conv_seed1 --config.checkpoints.label=sep_conv_seed1 \\
+        "--config.opponents=('run:$R/sep_res_seed1', 'run:$R/dual_conv_seed1')"
 """
 
 from eval.sweep import default_config

@@ -212,7 +212,7 @@ def render_sl(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plots]:
         _plot_curves(runs, "holdout.accuracy", "held-out move accuracy", "SL policy nets", path)
 
     def plot_value(path: Path) -> None:
-        title = "SL nets' value heads (1 = predicting 0)"
+        title = "SL nets' value heads (dotted: predicting 0 where no game is drawn)"
         _plot_curves(runs, "holdout.value_mse", "held-out value MSE", title, path, baseline=1.0)
 
     return table, {f"{name}.png": plot, f"{name}_value.png": plot_value}
