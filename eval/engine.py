@@ -532,19 +532,21 @@ class Engine:
             self._low_winrate[colour] = 0
         if threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
             action = RESIGN
-        elif self._winning_pass(colour) and _may_pass(root_moves(avoid, colour)):
+        elif self._winning_pass(colour, analysis) and _may_pass(root_moves(avoid, colour)):
             action = self.size * self.size
         if action != RESIGN:
             self.play(colour, action)
         self.clocks[colour].spend(self.time_settings, time.monotonic() - start)
         return action, analysis
 
-    def _winning_pass(self, colour: int) -> bool:
+    def _winning_pass(self, colour: int, analysis: Analysis) -> bool:
         last = self.moves[-1] if self.moves else None
         if last is None or last.colour == colour or last.action != self.size * self.size:
             return False
-        # A pass now ends the game: count as final_score would then.
-        return self.margin(self.dead_stones(game_over=True)) * colour > 0
+        # A pass now ends the game: count as final_score would then, with the ownership
+        # the analysis of this position already holds (the mover's view).
+        dead = self.dead_stones(game_over=True, ownership=analysis.ownership * colour)
+        return self.margin(dead) * colour > 0
 
     # -- time -----------------------------------------------------------------
 
@@ -574,21 +576,25 @@ class Engine:
         captures = np.asarray(self.state.captures, np.int64) + captured  # [by Black, by White]
         return state.replace(captures=jnp.asarray(captures, state.captures.dtype))
 
-    def dead_stones(self, *, game_over: bool | None = None) -> np.ndarray:
+    def dead_stones(
+        self, *, game_over: bool | None = None, ownership: np.ndarray | None = None
+    ) -> np.ndarray:
         """``[P]`` bool: the stones ``final_score`` removes and ``final_status`` calls dead.
 
         None of them when the position counts as it stands (see the module's
         docstring); ``game_over`` (default: whether the game has ended) decides
-        that under ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of one
-        network evaluation of the position.
+        that under ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of
+        ``ownership`` (``[P]``, Black's view) or, if None, of one network
+        evaluation of the position.
         """
         board = np.asarray(self.state.board)
         over = bool(self.state.terminated) if game_over is None else game_over
         as_it_stands = self.rules == "tromp-taylor" and over
         if as_it_stands or not self.player.has_ownership or not np.any(board):
             return np.zeros(board.shape, bool)
-        state = _live(self.state)
-        ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's view
+        if ownership is None:
+            state = _live(self.state)
+            ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's
         return dead_chains(board, np.asarray(self.state.chain), ownership)
 
     def final_score(self) -> str:

@@ -195,7 +195,7 @@ def render_sl(name: str, runs: dict[str, dict[str, Any]]) -> tuple[str, Plots]:
                 " / ".join(str(r["config"].get("seed", 0)) for r in group),
                 " / ".join(format_number(r["eval"]["step"]) for r in group),
                 " / ".join(format_number(int(r["eval"]["positions"])) for r in group),
-                f"**{accuracy}**" if mean == best and means.count(best) == 1 else accuracy,
+                _bold_if(accuracy, mean == best and means.count(best) == 1),
                 " / ".join(f"{r['eval']['policy_loss']:.3f}" for r in group),
                 _bold_if(
                     " / ".join(f"{r['eval']['value_mse']:.3f}" for r in group),
