@@ -46,6 +46,7 @@ from gojax._board import (
     GoState,
     handicap_points,
     legal_moves,
+    neighbor_table,
     new_game,
     play,
     score,
@@ -509,7 +510,12 @@ class Engine:
         )
 
     def genmove(
-        self, colour: int, *, progress=None, avoid: np.ndarray | None = None
+        self,
+        colour: int,
+        *,
+        progress=None,
+        avoid: np.ndarray | None = None,
+        cleanup: bool = False,
     ) -> tuple[int, Analysis]:
         """Choose a move for ``colour``, play it, and return it (or ``RESIGN``) with the analysis.
 
@@ -520,6 +526,12 @@ class Engine:
         The engine also passes when the opponent just passed and the area
         count already gives ``colour`` the game, which ends games cleanly
         under area rules.
+
+        ``cleanup`` (KGS's ``kgs-genmove_cleanup``, after the players disagreed
+        on the dead stones): the game goes on until every dead stone is off the
+        board, so the engine neither resigns nor passes while an opponent chain
+        its ownership calls dead is on the board; it plays at a liberty of one
+        (:meth:`_cleanup_move`).
         """
         start = time.monotonic()
         seconds = self.time_for_move(colour)
@@ -530,7 +542,9 @@ class Engine:
             self._low_winrate[colour] += 1
         else:
             self._low_winrate[colour] = 0
-        if threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
+        if cleanup:
+            action = self._cleanup_move(colour, analysis, avoid)
+        elif threshold is not None and self._low_winrate[colour] >= self.resign_consecutive:
             action = RESIGN
         elif self._winning_pass(colour, analysis) and _may_pass(root_moves(avoid, colour)):
             action = self.size * self.size
@@ -547,6 +561,47 @@ class Engine:
         # the analysis of this position already holds (the mover's view).
         dead = self.dead_stones(game_over=True, ownership=analysis.ownership * colour)
         return self.margin(dead) * colour > 0
+
+    def _cleanup_move(self, colour: int, analysis: Analysis, avoid: np.ndarray | None) -> int:
+        """``colour``'s move while the dead stones are being removed: the search's best
+        move unless it is a pass and an opponent chain is dead (by the ownership of this
+        position's analysis); then the best liberty of a dead chain to fill.
+
+        A liberty is a candidate when it is legal, left to ``colour`` by ``avoid``
+        and the stone played there keeps two liberties or captures (no self-atari
+        the opponent could answer by taking it); the candidates rank by the search's
+        visits, then the policy's prior. With no candidate the engine plays the
+        search's best non-pass move, and passes only if there is none.
+        """
+        passing = self.size * self.size
+        best = analysis.best.action
+        if best != passing:
+            return best
+        board = np.asarray(self.state.board)
+        dead = self.dead_stones(game_over=False, ownership=analysis.ownership * colour)
+        dead &= board == -colour
+        if not dead.any():
+            return passing
+        neighbours = neighbor_table(self.size)  # [P, 4], P off the board
+        liberties = np.unique(neighbours[np.flatnonzero(dead)])
+        liberties = liberties[liberties < passing]
+        liberties = liberties[board[liberties] == 0]
+        state = self._state_for(colour)
+        allowed = np.asarray(_jitted(legal_moves)(state))
+        kept = root_moves(avoid, colour)
+        if kept is not None:
+            allowed &= kept
+        rank = {m.action: (m.visits, m.prior) for m in analysis.moves}
+        candidates = []
+        for point in liberties[allowed[liberties]]:
+            after = _jitted(play)(state, jnp.int32(point))
+            captures = int(np.sum(after.captures)) > int(np.sum(state.captures))
+            if captures or int(after.liberties[point]) >= 2:
+                candidates.append((rank.get(int(point), (0, 0.0)), -int(point)))
+        if candidates:
+            return -max(candidates)[1]
+        others = [m.action for m in analysis.moves if m.action != passing]
+        return others[0] if others else passing
 
     # -- time -----------------------------------------------------------------
 

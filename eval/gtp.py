@@ -300,6 +300,7 @@ class GTPServer:
             "time_settings": self.cmd_time_settings,
             "time_left": self.cmd_time_left,
             "kgs-time_settings": self.cmd_kgs_time_settings,
+            "kgs-genmove_cleanup": self.cmd_kgs_genmove_cleanup,
             "kgs-rules": self.cmd_kgs_rules,
             "kata-set-rules": self.cmd_kata_set_rules,
             "kata-get-rules": lambda args, _id: json.dumps(
@@ -417,6 +418,12 @@ class GTPServer:
         colour = _colour(_args(args, 1)[0])
         action, _ = self.engine.genmove(colour)
         return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+    def cmd_kgs_genmove_cleanup(self, args, _id):
+        # KGS's cleanup phase: no pass while a dead opponent stone is on the board.
+        colour = _colour(_args(args, 1)[0])
+        action, _ = self.engine.genmove(colour, cleanup=True)
+        return action_to_gtp(action, self.engine.size)
 
     def cmd_undo(self, args, _id):
         _args(args, 0)

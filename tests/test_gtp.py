@@ -24,6 +24,7 @@ from reference import REPO, reference_path
 
 import gojax
 from eval.engine import (
+    RESIGN,
     Clock,
     Engine,
     TimeSettings,
@@ -202,8 +203,8 @@ def test_list_commands_names_every_command_once():
         "protocol_version name version known_command list_commands quit boardsize clear_board "
         "komi play genmove undo showboard final_score final_status_list loadsgf printsgf "
         "fixed_handicap place_free_handicap set_free_handicap time_settings time_left "
-        "kgs-time_settings kgs-rules kata-set-rules kata-get-rules lz-analyze kata-analyze "
-        "lz-genmove_analyze kata-genmove_analyze"
+        "kgs-time_settings kgs-rules kgs-genmove_cleanup kata-set-rules kata-get-rules "
+        "lz-analyze kata-analyze lz-genmove_analyze kata-genmove_analyze"
     ).split():
         assert name in listed
 
@@ -675,6 +676,36 @@ def test_network_final_score_removes_the_dead_stones_final_status_names():
     assert ask(server, "final_status_list dead") == "="
     assert run(server, "kata-set-rules chinese\nfinal_score\n") == ["=", "= B+74"]
     assert ask(server, "final_status_list dead") == "= E5"
+
+
+def test_network_cleanup_captures_the_dead_invader_before_passing():
+    """KGS's cleanup phase: where genmove passes (the count with E5 dead wins),
+    kgs-genmove_cleanup fills E5's liberties until it is captured, then passes."""
+    server = fresh_net_server()
+    black = "C3 C4 C5 C6 C7 D3 D7 E3 E7 F3 F7 G3 G4 G5 G6 G7".split()
+    run(server, "".join(f"play b {v}\n" for v in black) + "play w E5\nplay w pass\n")
+    assert ask(server, "genmove b") == "= pass"
+    run(server, "undo\n")
+    played = []
+    while len(played) < 6:
+        move = ask(server, "kgs-genmove_cleanup b")[2:]
+        played.append(move)
+        if move == "pass":
+            break
+        assert ask(server, "play w pass") == "="
+    # The four liberties of E5, the last one capturing it, then a pass.
+    assert sorted(played[:4]) == ["D5", "E4", "E6", "F5"] and played[4:] == ["pass"]
+    assert server.engine.state.captures.tolist() == [1, 0]
+    assert not (np.asarray(server.engine.state.board) == -1).any()
+    assert ask(server, "final_score") == "= B+74"
+
+
+def test_cleanup_never_resigns():
+    engine = uniform_engine()
+    engine.resign_threshold = 1.0  # every position would be a resignation
+    engine.resign_consecutive = 1
+    action, _ = engine.genmove(gojax.BLACK, cleanup=True)
+    assert action != RESIGN and engine.moves[-1].action == action
 
 
 def test_network_final_score_gives_katago_engines_winners_where_the_board_did_not():
