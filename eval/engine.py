@@ -417,6 +417,30 @@ class Engine:
             raise EngineError("bad vertex list")
         self._place_handicap(points)
 
+    def set_position(self, stones: list[tuple[int, int]]) -> None:
+        """KataGo's ``set_position``: the board holds ``stones`` (``(colour, point)``
+        pairs) and nothing else, with no move history (no ko or superko ban yet, no
+        prisoners, no handicap) and Black to play; none clears the board.
+
+        Raises EngineError, the position unchanged, if a point is given twice or a
+        chain would have no liberty.
+        """
+        if not stones:
+            self.clear()
+            return
+        points = [point for _, point in stones]
+        if len(set(points)) != len(points):
+            raise EngineError("illegal stone placements: a point is given twice")
+        board = np.zeros(self.size * self.size, np.int8)
+        for colour, point in stones:
+            board[point] = colour
+        placed = new_game(self.size, board=board)
+        if np.any((board != 0) & (np.asarray(placed.liberties) == 0)):
+            raise EngineError("illegal stone placements: a chain without liberties")
+        self._start(board, BLACK, handicap=0)
+        self._low_winrate = {BLACK: 0, WHITE: 0}
+        self.player.new_game()
+
     def _place_handicap(self, points: list[int]) -> None:
         board = np.zeros(self.size * self.size, np.int8)
         board[list(points)] = BLACK

@@ -301,6 +301,7 @@ class GTPServer:
             "time_left": self.cmd_time_left,
             "kgs-time_settings": self.cmd_kgs_time_settings,
             "kgs-genmove_cleanup": self.cmd_kgs_genmove_cleanup,
+            "set_position": self.cmd_set_position,
             "kgs-rules": self.cmd_kgs_rules,
             "kata-set-rules": self.cmd_kata_set_rules,
             "kata-get-rules": lambda args, _id: json.dumps(
@@ -501,6 +502,18 @@ class GTPServer:
                 raise GTPError("bad vertex list")
             points.append(point)
         self.engine.set_free_handicap(points)
+        return ""
+
+    def cmd_set_position(self, args, _id):
+        if len(args) % 2:
+            raise GTPError("syntax error")
+        stones = []
+        for colour, vertex in zip(args[::2], args[1::2], strict=True):
+            point = self._vertex(vertex)
+            if point == self.engine.size**2:
+                raise GTPError("syntax error")
+            stones.append((_colour(colour), point))
+        self.engine.set_position(stones)
         return ""
 
     def cmd_time_settings(self, args, _id):

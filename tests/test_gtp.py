@@ -142,6 +142,13 @@ def gtp_flags(*argv: str) -> dict:
         ("set_free_handicap C3 C3", "? bad vertex list"),
         ("set_free_handicap pass D4", "? bad vertex list"),
         ("set_free_handicap", "? syntax error"),
+        ("set_position b D4 w E5", "="),
+        ("set_position", "="),
+        ("set_position b D4 w", "? syntax error"),
+        ("set_position b pass", "? syntax error"),
+        ("set_position x D4", "? syntax error"),
+        ("set_position b D4 w D4", "? illegal stone placements: a point is given twice"),
+        ("set_position b A1 w A2 w B1", "? illegal stone placements: a chain without liberties"),
         ("time_settings 300 30 5", "="),
         ("time_settings 300 0 0", "="),
         ("time_settings -1 0 0", "? syntax error"),
@@ -313,6 +320,37 @@ def test_fixed_handicap_places_stones_and_gives_white_the_move():
     assert ask(server, "clear_board") == "="
     assert ask(server, "set_free_handicap D4 E5 F6") == "="
     assert engine.to_play == -1 and engine.handicap == 3
+
+
+def test_set_position_places_stones_without_a_history():
+    server = make_server()
+    engine = server.engine
+    assert run(server, "play b E5\nplay w D5\nfixed_handicap 2\n")[-1] == "? board not empty"
+    # A ko: White's D5 has one liberty, E5, where Black captures it.
+    stones = "b D4 b C5 b D6 w E4 w F5 w E6 w D5"
+    assert ask(server, f"set_position {stones}") == "="
+    board = np.asarray(engine.state.board)
+    expected = {"D4": 1, "C5": 1, "D6": 1, "E4": -1, "F5": -1, "E6": -1, "D5": -1}
+    assert {gojax.action_to_gtp(int(p), 9): int(board[p]) for p in np.flatnonzero(board)} == (
+        expected
+    )
+    assert engine.moves == [] and engine.to_play == 1 and engine.handicap == 0
+    assert int(engine.state.ko) == -1 and engine.state.captures.tolist() == [0, 0]
+    assert ask(server, "undo") == "? cannot undo"
+    # Black takes D5 at E5, and then the ko forbids White's retaking at once.
+    assert ask(server, "play b E5") == "="
+    assert np.asarray(engine.state.board)[gojax.gtp_to_action("D5", 9)] == 0
+    assert ask(server, "play w D5") == "? illegal move"
+    # The record: the stones as the root's setup, then the move.
+    assert ask(server, "printsgf") == (
+        "= (;FF[4]GM[1]SZ[9]KM[7]RU[chinese]AP[gojax]AB[dd][ce][df]AW[ed][de][fe][ef]\n;B[ee])"
+    )
+    # A refused position leaves the game as it was.
+    before = np.asarray(engine.state.board).copy()
+    assert ask(server, "set_position b A1 w A2 w B1") != "="
+    np.testing.assert_array_equal(np.asarray(engine.state.board), before)
+    assert len(engine.moves) == 1
+    assert ask(server, "set_position") == "=" and not np.asarray(engine.state.board).any()
 
 
 def test_printsgf_and_loadsgf_round_trip(tmp_path):
