@@ -512,7 +512,7 @@ class _AgentEngine:
             return True, ""
         if name == "play":
             action = gojax.gtp_to_action(args[1], self.size)
-            self.state = _jitted(gojax.play)(self.state, action)
+            self.state = gojax.play(self.state, action)
             return True, ""
         if name == "genmove":
             return True, self._genmove()
@@ -530,7 +530,7 @@ class _AgentEngine:
             and float(values[0]) < -self.threshold
         ):
             return "resign"
-        self.state = _jitted(gojax.play)(self.state, action)
+        self.state = gojax.play(self.state, action)
         return gojax.action_to_gtp(action, self.size)
 
     def send(self, command: str, *, timeout: float | None = None) -> str:

@@ -27,7 +27,6 @@ learned ownership).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from typing import Literal
@@ -59,11 +58,6 @@ TimeKind = Literal["none", "absolute", "canadian", "byoyomi"]
 
 class EngineError(ValueError):
     """A request the engine refuses; the message is GTP's error text."""
-
-
-@functools.cache
-def _jitted(fn):
-    return jax.jit(fn)
 
 
 # ----------------------------------------------------------------------------
@@ -468,18 +462,18 @@ class Engine:
     def is_legal(self, colour: int, action: int) -> bool:
         if not 0 <= action <= self.size * self.size:
             return False
-        return bool(_jitted(legal_moves)(self._state_for(colour))[action])
+        return bool(legal_moves(self._state_for(colour))[action])
 
     def play(self, colour: int, action: int) -> None:
         """GTP ``play``; raises EngineError("illegal move")."""
         if colour not in (BLACK, WHITE) or not 0 <= action <= self.size * self.size:
             raise EngineError("illegal move")
         state = self._state_for(colour)
-        if not bool(_jitted(legal_moves)(state)[action]):
+        if not bool(legal_moves(state)[action]):
             raise EngineError("illegal move")
         self.history.append(self.state)
         self.moves.append(Move(colour, action))
-        self.state = _jitted(play)(state, jnp.int32(action))
+        self.state = play(state, jnp.int32(action))
 
     def undo(self) -> None:
         """GTP ``undo``: take back the last move; raises EngineError("cannot undo")."""
@@ -611,14 +605,14 @@ class Engine:
         liberties = liberties[liberties < passing]
         liberties = liberties[board[liberties] == 0]
         state = self._state_for(colour)
-        allowed = np.asarray(_jitted(legal_moves)(state))
+        allowed = np.asarray(legal_moves(state))
         kept = root_moves(avoid, colour)
         if kept is not None:
             allowed &= kept
         rank = {m.action: (m.visits, m.prior) for m in analysis.moves}
         candidates = []
         for point in liberties[allowed[liberties]]:
-            after = _jitted(play)(state, jnp.int32(point))
+            after = play(state, jnp.int32(point))
             captures = int(np.sum(after.captures)) > int(np.sum(state.captures))
             if captures or int(after.liberties[point]) >= 2:
                 candidates.append((rank.get(int(point), (0, 0.0)), -int(point)))
@@ -645,7 +639,7 @@ class Engine:
         ``dead``: ``[P]`` bool, stones removed first (the opponent's prisoners).
         """
         state = self.state if dead is None or not np.any(dead) else self._without(dead)
-        return float(_jitted(score)(state))
+        return float(score(state))
 
     def _without(self, dead: np.ndarray) -> GoState:
         """The position with the ``dead`` stones taken off as the opponent's prisoners."""

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import functools
 import json
 import math
 import os
@@ -44,8 +43,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import jax
 
 from eval.gtp_client import (
     EngineDied,
@@ -341,11 +338,6 @@ def _check_manifest(folder: Path, config: MatchConfig) -> None:
 # ---------------------------------------------------------------------------- engines
 
 
-@functools.cache
-def _jitted(fn):
-    return jax.jit(fn)
-
-
 class _Clock:
     """One side's clock under Canadian byo-yomi, for GTP ``time_left``."""
 
@@ -529,7 +521,6 @@ def _play_game(
     by_colour = {1: seats[black_key], -1: seats[white_key]}
     colour_name = {1: "b", -1: "w"}
     state = new_game(size, komi=config.komi, rules=rules, max_moves=config.cap())
-    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
     actions: list[int] = []
     clocks = {c: _Clock(*config.time) for c in (1, -1)} if config.time else None
     over: _GameOver | None = None
@@ -574,9 +565,9 @@ def _play_game(
                 action = gtp_to_action(reply, size)
             except ValueError:
                 raise _GameOver(colour, "illegal", reply, "an unreadable move") from None
-            if not bool(legal_fn(state)[action]):
+            if not bool(legal_moves(state)[action]):
                 raise _GameOver(colour, "illegal", reply, f"illegal under {rules} rules")
-            state = play_fn(state, action)
+            state = play(state, action)
             actions.append(action)
             vertex = action_to_gtp(action, size)
             command = f"play {colour_name[colour]} {vertex}"

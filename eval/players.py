@@ -368,7 +368,7 @@ class UniformPlayer(_OneShotPlayer):
     def _analysis(
         self, state: GoState, key: jax.Array, allowed: np.ndarray | None = None
     ) -> Analysis:
-        legal = np.array(_jitted(legal_moves)(_live(state)))
+        legal = np.array(legal_moves(_live(state)))
         legal[-1] = True
         choices = legal & allowed if allowed is not None and np.any(legal & allowed) else legal
         points = np.flatnonzero(choices[:-1])
@@ -394,8 +394,8 @@ class UniformPlayer(_OneShotPlayer):
         return self._analysis(state, jax.random.key(0))
 
     def warmup(self, state: GoState) -> None:
-        _jitted(legal_moves)(state)
-        _jitted(play)(state, jnp.int32(0))
+        legal_moves(state)
+        play(state, jnp.int32(0))
 
     def new_game(self) -> None:
         pass
@@ -720,7 +720,7 @@ class UCTPlayer(SearchPlayer):
         from gojax.uct import rollout_moves
 
         choices = np.asarray(_jitted(rollout_moves)(state))
-        legal = np.asarray(_jitted(legal_moves)(state))
+        legal = np.asarray(legal_moves(state))
         if allowed is not None and np.any(legal & allowed):
             legal = legal & allowed
             choices = choices & allowed

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -24,11 +21,6 @@ def rules_of_record(record: sgf.GameRecord, default: str = DEFAULT_RULES) -> str
         except ValueError:
             pass
     return default
-
-
-@functools.cache
-def _jitted(fn):
-    return jax.jit(fn)
 
 
 def state_at(
@@ -62,7 +54,6 @@ def state_at(
     state = new_game(
         size, komi=record.komi, rules=rules, max_moves=max_moves, board=board, to_play=first
     )
-    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
     played = 0
     for node in record.nodes:
         if played == move:
@@ -78,12 +69,12 @@ def state_at(
         colour = BLACK if node.color == "B" else WHITE
         if int(state.to_play) != colour:
             state = state.replace(to_play=jnp.asarray(colour, jnp.int8), ko=jnp.int16(-1))
-        if not bool(legal_fn(state)[node.action]):
+        if not bool(legal_moves(state)[node.action]):
             vertex = action_to_gtp(node.action, size)
             raise ValueError(
                 f"move {played + 1} ({node.color} {vertex}) is illegal under {rules} rules"
             )
-        state = play_fn(state, node.action)
+        state = play(state, node.action)
         played += 1
     return state
 
@@ -156,7 +147,6 @@ def state_from_moves(
     stones = handicap_stones(np.zeros(size * size, np.int8), played, size)
     komi = float(komi) + handicap_bonus(rules, stones)
     state = new_game(size, komi=komi, rules=rules, max_moves=max_moves)
-    play_fn, legal_fn = _jitted(play), _jitted(legal_moves)
     for number, (colour, vertex) in enumerate(moves, start=1):
         colour = str(colour).upper()
         if colour not in ("B", "W"):
@@ -176,9 +166,9 @@ def state_from_moves(
             ).replace(captures=captures)
         if bool(state.terminated):
             raise ValueError(f"move {number} ({colour} {vertex}) comes after the game ended")
-        if not bool(legal_fn(state)[action]):
+        if not bool(legal_moves(state)[action]):
             raise ValueError(f"move {number} ({colour} {vertex}) is illegal under {rules} rules")
-        state = play_fn(state, action)
+        state = play(state, action)
     return state
 
 

@@ -8,7 +8,6 @@ move or refuse a legal one.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shlex
@@ -160,18 +159,13 @@ def _gnugo() -> str | None:
     return shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
 
 
-@functools.cache
-def _jitted(fn):
-    return jax.jit(fn)
-
-
 def replay_legally(record: sgf.GameRecord, rules: str) -> gojax.GoState:
     """The final position of ``record``, asserting that every move was legal."""
     state = gojax.new_game(record.size, komi=record.komi, rules=rules)
     for number, (colour, action) in enumerate(record.moves, start=1):
         assert colour == ("B" if number % 2 else "W"), f"move {number} out of turn"
-        assert bool(_jitted(gojax.legal_moves)(state)[action]), f"move {number} illegal"
-        state = _jitted(gojax.play)(state, action)
+        assert bool(gojax.legal_moves(state)[action]), f"move {number} illegal"
+        state = gojax.play(state, action)
     return state
 
 
@@ -495,7 +489,6 @@ def _walls(fake: str, referee: str | None, out, **settings) -> MatchConfig:
 def test_arena_games_over_gtp_take_the_referees_count(fake, tmp_path):
     """``eval.arena.play_games`` (sweeps' gnugo cells, gating) with a referee: the
     outcome and Black's margin are the referee's; without one, the board's."""
-    import jax
 
     from eval.arena import GTPAgent, play_games, random_agent
 
