@@ -934,6 +934,13 @@ agz_tiny = _agz_preset("agz_tiny", 2, 16, 366_533)
 agz_tiny_sep = _agz_preset("agz_tiny_sep", 2, 16, 378_357, separate=True)
 agz_tiny_conv = _agz_preset("agz_tiny_conv", 2, 16, 366_533, residual=False)
 agz_tiny_sep_conv = _agz_preset("agz_tiny_sep_conv", 2, 16, 378_357, residual=False, separate=True)
+# The four again 4x as deep (8 blocks: 17 convolutions a tower), where skips should matter.
+agz_b8c16 = _agz_preset("agz_b8c16", 8, 16, 394_565)
+agz_b8c16_sep = _agz_preset("agz_b8c16_sep", 8, 16, 434_421, separate=True)
+agz_b8c16_conv = _agz_preset("agz_b8c16_conv", 8, 16, 394_565, residual=False)
+agz_b8c16_sep_conv = _agz_preset(
+    "agz_b8c16_sep_conv", 8, 16, 434_421, residual=False, separate=True
+)
 
 
 def _alphago_preset(
@@ -974,6 +981,10 @@ PRESETS: dict[str, Callable[..., nn.Module]] = {
     "agz_tiny_sep": agz_tiny_sep,
     "agz_tiny_conv": agz_tiny_conv,
     "agz_tiny_sep_conv": agz_tiny_sep_conv,
+    "agz_b8c16": agz_b8c16,
+    "agz_b8c16_sep": agz_b8c16_sep,
+    "agz_b8c16_conv": agz_b8c16_conv,
+    "agz_b8c16_sep_conv": agz_b8c16_sep_conv,
     "agz_b20c256": agz_b20c256,
     "alphago": alphago,
     "alphago_tiny": alphago_tiny,

@@ -387,6 +387,11 @@ PRESET_PARAMS = {
     "agz_tiny_sep": 366_533 + 11_824,
     "agz_tiny_conv": 366_533,
     "agz_tiny_sep_conv": 366_533 + 11_824,
+    # Six more blocks of 4,672 a tower.
+    "agz_b8c16": 366_533 + 6 * 4_672,
+    "agz_b8c16_sep": 366_533 + 6 * 4_672 + 2_480 + 8 * 4_672,
+    "agz_b8c16_conv": 366_533 + 6 * 4_672,
+    "agz_b8c16_sep_conv": 366_533 + 6 * 4_672 + 2_480 + 8 * 4_672,
     "agz_b20c256": 22_827_877,
     "alphago": 7_863_148,
     "tiny_nbt": 39_807,
