@@ -9,9 +9,9 @@ same without the skip connections; AlphaGo's nets were "sep-conv"). Here:
 ``agz_tiny_conv`` and ``agz_tiny_sep_conv`` (``gojax.nn.AlphaGoZeroNet``'s
 ``separate`` and ``residual``), on the 4,000 self-play games of
 ``configs/agz_data_go9.py``; the newest 192 games (the last 6 iterations) are
-held out. Two seeds of each (another initialisation and order of the data)::
+held out. Three seeds of each (another initialisation and order of the data)::
 
-    for seed in 0 1; do
+    for seed in 0 1 2; do
       for arch in dual_res:agz_tiny sep_res:agz_tiny_sep dual_conv:agz_tiny_conv \\
                   sep_conv:agz_tiny_sep_conv; do
         gojax train-sl --config configs/sl_agz_arch_go9.py \\

@@ -19,7 +19,8 @@ with separate heads)::
         --config.checkpoints.workdir=$R/sep_conv_seed0 --config.checkpoints.label=sep_conv_seed0 \
         "--config.opponents=('run:$R/sep_res_seed0', 'run:$R/dual_conv_seed0')"
 
-and both again for the second seed's nets, without the fixed opponents::
+and both again for the second seed's nets (and the third's, ``seed2`` in every path
+and label), without the fixed opponents::
 
     gojax sweep --config configs/sweep_agz_arch_go9.py --workdir runs/agz_arch_go9_sweep_seed1 \\
         --config.checkpoints.workdir=$R/dual_res_seed1 --config.checkpoints.label=dual_res_seed1 \\
