@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import jax
 import numpy as np
 import pytest
@@ -83,6 +85,37 @@ def test_jitted_constructor_matches_eager_new_game():
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_eager_calls_compile_only_once():
+    """Called outside jit, the board functions reuse their compiled programs: a second game
+    compiles nothing (their loops, rebuilt eagerly, once recompiled at every call)."""
+
+    def game():
+        state = gojax.new_game(9, rules="chinese", board=np.eye(9, dtype=np.int8).reshape(-1))
+        state = gojax.play(state, 41)  # off the diagonal
+        state = gojax.play(state, 81)
+        return gojax.score(state), gojax.legal_moves(state), gojax.area(state)
+
+    class Messages(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.compiled = []
+
+        def emit(self, record):
+            if "compil" in record.getMessage().lower():
+                self.compiled.append(record.getMessage())
+
+    jax.block_until_ready(game())
+    messages = Messages()
+    logger = logging.getLogger("jax")
+    logger.addHandler(messages)
+    try:
+        with jax.log_compiles(True):
+            jax.block_until_ready(game())
+    finally:
+        logger.removeHandler(messages)
+    assert messages.compiled == []
 
 
 def test_play_moves_checks_colour_and_legality():
