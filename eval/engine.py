@@ -608,7 +608,7 @@ class Engine:
         allowed = np.asarray(legal_moves(state))
         kept = root_moves(avoid, colour)
         if kept is not None:
-            allowed &= kept
+            allowed = allowed & kept
         rank = {m.action: (m.visits, m.prior) for m in analysis.moves}
         candidates = []
         for point in liberties[allowed[liberties]]:

@@ -738,6 +738,17 @@ def test_network_cleanup_captures_the_dead_invader_before_passing():
     assert ask(server, "final_score") == "= B+74"
 
 
+def test_network_cleanup_keeps_to_the_moves_left_to_it():
+    server = fresh_net_server()
+    black = "C3 C4 C5 C6 C7 D3 D7 E3 E7 F3 F7 G3 G4 G5 G6 G7 D5 E6".split()
+    run(server, "".join(f"play b {v}\n" for v in black) + "play w E5\nplay w pass\n")
+    # The search passes here (E5 is as good as captured); E4 kept out, F5 is what is left.
+    avoid = np.zeros((2, 82), np.int32)
+    avoid[0, gojax.gtp_to_action("E4", 9)] = 1
+    action, analysis = server.engine.genmove(gojax.BLACK, avoid=avoid, cleanup=True)
+    assert analysis.best.action == 81 and gojax.action_to_gtp(action, 9) == "F5"
+
+
 def test_cleanup_never_resigns():
     engine = uniform_engine()
     engine.resign_threshold = 1.0  # every position would be a resignation
