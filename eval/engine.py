@@ -53,7 +53,7 @@ from gojax._board import (
 from gojax._rules import RULE_PRESETS, get_rules
 
 RESIGN = -1  # genmove's answer when the engine resigns
-TimeKind = Literal["none", "absolute", "canadian", "byoyomi"]
+TimeKind = Literal["none", "absolute", "canadian", "byoyomi", "fischer"]
 
 
 class EngineError(ValueError):
@@ -72,7 +72,10 @@ class TimeSettings:
     * ``absolute``: ``main_time`` for the whole game;
     * ``canadian``: after main time, ``period_time`` for every ``period_stones`` moves;
     * ``byoyomi`` (Japanese): after main time, ``periods`` periods of
-      ``period_time``; a move made within a period does not use it up.
+      ``period_time``; a move made within a period does not use it up;
+    * ``fischer``: ``main_time``, and ``increment`` added after every move, the
+      clock then cut to ``main_limit``; no move may take more than
+      ``max_per_move`` (KataGo's ``fischer`` and ``fischer-capped``).
     """
 
     kind: TimeKind = "none"
@@ -80,6 +83,9 @@ class TimeSettings:
     period_time: float = 0.0
     period_stones: int = 0  # canadian
     periods: int = 0  # byoyomi
+    increment: float = 0.0  # fischer
+    main_limit: float = math.inf  # fischer
+    max_per_move: float = math.inf  # fischer
 
     @classmethod
     def from_gtp(cls, main_time: float, byo_time: float, byo_stones: int) -> TimeSettings:
@@ -125,7 +131,7 @@ class Clock:
         """
         if settings.kind == "none":
             return
-        if stones <= 0 or settings.kind == "absolute":
+        if stones <= 0 or settings.kind in ("absolute", "fischer"):
             self.main_left, self.in_overtime = max(seconds, 0.0), False
             return
         self.main_left, self.in_overtime = 0.0, True
@@ -138,6 +144,10 @@ class Clock:
     def spend(self, settings: TimeSettings, seconds: float) -> None:
         """Count ``seconds`` spent on one move (for controllers that never send time_left)."""
         if settings.kind == "none":
+            return
+        if settings.kind == "fischer":
+            left = max(self.main_left - seconds, 0.0) + settings.increment
+            self.main_left = min(left, settings.main_limit)
             return
         if not self.in_overtime:
             self.main_left -= seconds
@@ -193,6 +203,10 @@ def allocate_time(
     if settings.kind == "absolute":
         limit = clock.main_left
         share = clock.main_left / moves_left
+    elif settings.kind == "fischer":
+        # The increment comes back after every move: spend it, and a share of the rest.
+        limit = min(clock.main_left, settings.max_per_move)
+        share = clock.main_left / moves_left + settings.increment
     elif not clock.in_overtime:
         if settings.kind == "canadian":
             per_stone = settings.period_time / max(settings.period_stones, 1)

@@ -100,6 +100,32 @@ def _float(text: str, low: float | None = None) -> float:
     return value
 
 
+def _kgs_time_settings(args: list[str]) -> TimeSettings:
+    """``kgs-time_settings``' arguments: ``none``, ``absolute MAIN``, ``canadian MAIN BYO
+    STONES`` or ``byoyomi MAIN BYO PERIODS`` (GTPError "syntax error" otherwise)."""
+    if not args:
+        raise GTPError("syntax error")
+    kind, rest = args[0].lower(), args[1:]
+    if kind == "none" and not rest:
+        settings = TimeSettings()
+    elif kind == "absolute" and len(rest) == 1:
+        settings = TimeSettings("absolute", _float(rest[0], 0))
+    elif kind == "canadian" and len(rest) == 3:
+        main, byo, stones = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
+        if byo <= 0 or stones < 1:
+            raise GTPError("syntax error")
+        settings = TimeSettings("canadian", main, byo, period_stones=stones)
+    elif kind == "byoyomi" and len(rest) == 3:
+        main, byo, periods = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
+        if periods == 0 or byo <= 0:
+            settings = TimeSettings("absolute", main)
+        else:
+            settings = TimeSettings("byoyomi", main, byo, periods=periods)
+    else:
+        raise GTPError("syntax error")
+    return settings
+
+
 def _args(args: list[str], count: int) -> list[str]:
     if len(args) != count:
         raise GTPError("syntax error")
@@ -300,6 +326,8 @@ class GTPServer:
             "time_settings": self.cmd_time_settings,
             "time_left": self.cmd_time_left,
             "kgs-time_settings": self.cmd_kgs_time_settings,
+            "kata-time_settings": self.cmd_kata_time_settings,
+            "kata-list_time_settings": self.cmd_kata_list_time_settings,
             "kgs-genmove_cleanup": self.cmd_kgs_genmove_cleanup,
             "set_position": self.cmd_set_position,
             "kgs-rules": self.cmd_kgs_rules,
@@ -523,28 +551,33 @@ class GTPServer:
         return ""
 
     def cmd_kgs_time_settings(self, args, _id):
-        if not args:
-            raise GTPError("syntax error")
-        kind, rest = args[0].lower(), args[1:]
-        if kind == "none" and not rest:
-            settings = TimeSettings()
-        elif kind == "absolute" and len(rest) == 1:
-            settings = TimeSettings("absolute", _float(rest[0], 0))
-        elif kind == "canadian" and len(rest) == 3:
-            main, byo, stones = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
-            if byo <= 0 or stones < 1:
+        self.engine.set_time(_kgs_time_settings(args))
+        return ""
+
+    def cmd_kata_time_settings(self, args, _id):
+        # KataGo's superset of kgs-time_settings: Fischer increments, with or without caps.
+        kind, rest = (args[0].lower(), args[1:]) if args else ("", [])
+        if kind == "fischer" and len(rest) == 2:
+            settings = TimeSettings("fischer", _float(rest[0], 0), increment=_float(rest[1], 0))
+        elif kind == "fischer-capped" and len(rest) == 4:
+            main, increment = _float(rest[0], 0), _float(rest[1], 0)
+            # A negative limit means none.
+            limit, per_move = (_float(x) for x in rest[2:])
+            limit = math.inf if limit < 0 else limit
+            per_move = math.inf if per_move < 0 else per_move
+            if limit < main:
                 raise GTPError("syntax error")
-            settings = TimeSettings("canadian", main, byo, period_stones=stones)
-        elif kind == "byoyomi" and len(rest) == 3:
-            main, byo, periods = _float(rest[0], 0), _float(rest[1], 0), _int(rest[2], 0)
-            if periods == 0 or byo <= 0:
-                settings = TimeSettings("absolute", main)
-            else:
-                settings = TimeSettings("byoyomi", main, byo, periods=periods)
+            settings = TimeSettings(
+                "fischer", main, increment=increment, main_limit=limit, max_per_move=per_move
+            )
         else:
-            raise GTPError("syntax error")
+            settings = _kgs_time_settings(args)
         self.engine.set_time(settings)
         return ""
+
+    def cmd_kata_list_time_settings(self, args, _id):
+        _args(args, 0)
+        return "none absolute byoyomi canadian fischer fischer-capped"
 
     def cmd_time_left(self, args, _id):
         colour, seconds, stones = _args(args, 3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import os
 import re
 import subprocess
@@ -162,6 +163,16 @@ def gtp_flags(*argv: str) -> dict:
         ("kgs-time_settings byoyomi 600 30 5", "="),
         ("kgs-time_settings byoyomi 600", "? syntax error"),
         ("kgs-time_settings sudden 600", "? syntax error"),
+        ("kgs-time_settings fischer 600 10", "? syntax error"),
+        ("kata-time_settings fischer 600 10", "="),
+        ("kata-time_settings fischer-capped 600 10 900 60", "="),
+        ("kata-time_settings fischer-capped 600 10 -1 -1", "="),
+        ("kata-time_settings fischer-capped 600 10 300 60", "? syntax error"),
+        ("kata-time_settings fischer 600", "? syntax error"),
+        ("kata-time_settings fischer 600 -1", "? syntax error"),
+        ("kata-time_settings byoyomi 600 30 5", "="),
+        ("kata-time_settings", "? syntax error"),
+        ("kata-list_time_settings", "= none absolute byoyomi canadian fischer fischer-capped"),
         ("kgs-rules chinese", "="),
         ("kgs-rules japanese", "="),
         ("kgs-rules ing", "? rules not supported"),
@@ -523,7 +534,7 @@ clock_values = st.floats(0.0, 5000.0, allow_nan=False)
 
 @settings(max_examples=300, deadline=None)
 @given(
-    kind=st.sampled_from(["none", "absolute", "canadian", "byoyomi"]),
+    kind=st.sampled_from(["none", "absolute", "canadian", "byoyomi", "fischer"]),
     main=clock_values,
     period=st.floats(0.0, 600.0),
     stones=st.integers(1, 30),
@@ -536,7 +547,10 @@ clock_values = st.floats(0.0, 5000.0, allow_nan=False)
 def test_time_allocation_never_exceeds_the_time_left(
     kind, main, period, stones, told, told_stones, move_number, size, lag
 ):
-    settings_ = TimeSettings(kind, main, period, period_stones=stones, periods=stones)
+    settings_ = TimeSettings(
+        kind, main, period, period_stones=stones, periods=stones, increment=period,
+        max_per_move=float(stones),
+    )  # fmt: skip
     clock = Clock.start(settings_)
     clock.told(settings_, told, told_stones)
     moves_left = expected_moves_left(size, move_number)
@@ -545,7 +559,11 @@ def test_time_allocation_never_exceeds_the_time_left(
         assert seconds is None
         return
     assert seconds is not None and seconds >= 0
-    if clock.in_overtime:
+    if kind == "fischer":
+        # The increment comes only after the move, and no move may take longer than the cap.
+        assert seconds <= max(0.0, min(clock.main_left, stones) - lag)
+        assert seconds <= clock.main_left / moves_left + period
+    elif clock.in_overtime:
         # Canadian: the block's time; byo-yomi: one period (never count on losing one).
         assert seconds <= max(0.0, clock.period_left - lag)
     else:
@@ -577,6 +595,30 @@ def test_time_allocation_examples():
     clock = Clock.start(canadian)
     clock.spend(canadian, 15)  # main time runs out within the move: 5 s of the block used
     assert clock.in_overtime and clock.period_left == 55 and clock.stones_left == 9
+    fischer = TimeSettings("fischer", 60, increment=10, main_limit=65)
+    clock = Clock.start(fischer)
+    # 60 s over 30 moves, and the 10 s increment the move gives back.
+    assert allocate_time(fischer, clock, moves_left=30, lag=1) == pytest.approx(12.0)
+    clock.spend(fischer, 2)  # 58 + 10, cut to the 65 s cap
+    assert clock.main_left == 65
+    clock.spend(fischer, 70)  # overspent: the clock cannot go below the increment
+    assert clock.main_left == 10
+    capped = TimeSettings("fischer", 600, increment=5, max_per_move=20)
+    assert allocate_time(capped, Clock.start(capped), moves_left=2, lag=1) == pytest.approx(17.0)
+
+
+def test_kata_time_settings_fischer_reaches_the_clocks():
+    server = make_server()
+    engine = server.engine
+    assert ask(server, "kata-time_settings fischer-capped 600 10 -1 20") == "="
+    assert engine.time_settings == TimeSettings(
+        "fischer", 600, increment=10, main_limit=math.inf, max_per_move=20
+    )
+    assert engine.time_for_move(1) == pytest.approx(20 * 0.9 - engine.lag)  # the per-move cap
+    assert ask(server, "time_left b 3 0") == "="
+    assert engine.time_for_move(1) == pytest.approx(3 * 0.9 - engine.lag)  # the clock
+    assert re.fullmatch(r"= [A-HJ][1-9]", ask(server, "genmove b"))
+    assert engine.clocks[1].main_left > 10  # the increment, after the move
 
 
 def test_genmove_with_no_time_left_still_answers_in_time():
