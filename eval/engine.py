@@ -7,10 +7,11 @@ moves (for ``undo`` and ``printsgf``), the handicap, the clocks, and a
 :class:`eval.players.Player` that chooses moves.
 
 Time: :class:`TimeSettings` covers GTP's ``time_settings`` (absolute,
-Canadian, no limit) and KGS's ``kgs-time_settings`` (adds Japanese
-byo-yomi); :func:`allocate_time` gives each move a share of what is left
-and never more than what is left minus a safety margin, so the engine
-does not lose on time while the controller's clock is honest.
+Canadian, no limit), KGS's ``kgs-time_settings`` (adds Japanese
+byo-yomi) and KataGo's ``kata-time_settings`` (adds Fischer increments);
+:func:`allocate_time` gives each move a share of what is left and never
+more than what is left minus a safety margin, so the engine does not lose
+on time while the controller's clock is honest.
 
 Scoring: ``final_status`` judges each chain alive or dead from the network's
 ownership, as KataGo's engine does (:func:`dead_chains`), and ``final_score``
