@@ -4,12 +4,15 @@
 towers at 2 blocks, where a plain tower is only 5 convolutions deep. Here the
 same four comparisons with ``agz_b8c16`` (8 blocks of 16 channels) and its
 variants ``agz_b8c16_sep``, ``agz_b8c16_conv`` and ``agz_b8c16_sep_conv``, on
-the same games, held-out set, optimiser and steps::
+the same games, held-out set, optimiser and steps, two seeds::
 
-    for arch in dual_res:agz_b8c16 sep_res:agz_b8c16_sep dual_conv:agz_b8c16_conv \\
-                sep_conv:agz_b8c16_sep_conv; do
-      gojax train-sl --config configs/sl_agz_deep_go9.py \\
-          --workdir runs/sl_agz_deep_go9/${arch%%:*}_seed0 --config.model.preset=${arch#*:}
+    for seed in 0 1; do
+      for arch in dual_res:agz_b8c16 sep_res:agz_b8c16_sep dual_conv:agz_b8c16_conv \\
+                  sep_conv:agz_b8c16_sep_conv; do
+        gojax train-sl --config configs/sl_agz_deep_go9.py \\
+            --workdir runs/sl_agz_deep_go9/${arch%%:*}_seed$seed \\
+            --config.model.preset=${arch#*:} --config.seed=$seed
+      done
     done
 
 then ``configs/sweep_agz_deep_go9.py`` plays them. Results in docs/papers.md
