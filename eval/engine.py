@@ -28,6 +28,7 @@ learned ownership).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Literal
@@ -287,7 +288,9 @@ class Engine:
         self.rules = get_rules(rules).name
         self.time_settings = TimeSettings()
         self.clocks = {BLACK: Clock(), WHITE: Clock()}
+        self.genmove_seconds = 0.0  # GTP ``cputime``: wall time spent in genmove so far
         self._warm: set[tuple[int, str]] = set()
+        self._raw_nn: tuple[object, object] | None = None  # (model, jitted evaluation)
         self.set_size(size)
 
     # -- game setup -----------------------------------------------------------
@@ -533,6 +536,28 @@ class Engine:
         state = self._state_for(self.to_play if colour is None else colour)
         return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
+    def raw_nn(self, symmetries: list[int]) -> list[dict[str, np.ndarray]]:
+        """KataGo's ``kata-raw-nn``: one network evaluation of the position to play under
+        each of ``symmetries`` (0..7), as ``gojax.evaluate`` gives it (White's view,
+        ``legal`` included). No policy optimism: KataGo's raw evaluation has none.
+
+        Raises EngineError for a player without a network.
+        """
+        model = getattr(self.player, "model", None)
+        if getattr(model, "variables", None) is None or not hasattr(model, "module"):
+            raise EngineError("this player has no network")
+        if self._raw_nn is None or self._raw_nn[0] is not model:
+            from gojax.evaluate import evaluate
+
+            run = functools.partial(evaluate, model.module(), version=model.output_spec)
+            self._raw_nn = (model, jax.jit(run))
+        state = self._state_for(self.to_play)
+        states = jax.tree.map(lambda x: jnp.stack([x] * len(symmetries)), state)
+        run = self._raw_nn[1]
+        out = run(model.variables, states, symmetries=jnp.asarray(symmetries, jnp.int32))
+        host = jax.device_get(out)
+        return [{k: np.asarray(v[i]) for k, v in host.items()} for i in range(len(symmetries))]
+
     def time_for_move(self, colour: int) -> float | None:
         """Seconds ``colour`` may think now (``None``: no time limit)."""
         return allocate_time(
@@ -583,7 +608,9 @@ class Engine:
             action = self.size * self.size
         if action != RESIGN:
             self.play(colour, action)
-        self.clocks[colour].spend(self.time_settings, time.monotonic() - start)
+        spent = time.monotonic() - start
+        self.clocks[colour].spend(self.time_settings, spent)
+        self.genmove_seconds += spent
         return action, analysis
 
     def _winning_pass(self, colour: int, analysis: Analysis) -> bool:

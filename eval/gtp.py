@@ -40,7 +40,7 @@ from eval.engine import (
     rules_from_json,
     rules_json,
 )
-from eval.players import Analysis, keep_out
+from eval.players import Analysis, keep_out, knows_ownership
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import action_to_gtp, gtp_to_action
 
@@ -240,6 +240,58 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
     return " ".join(parts)
 
 
+# ``kata-raw-nn``'s single numbers: (KataGo's key, ``gojax.evaluate``'s output, format).
+_RAW_NN_VALUES = (
+    ("whiteWin", "white_win", "{:.6f}"),
+    ("whiteLoss", "white_loss", "{:.6f}"),
+    ("noResult", "no_result", "{:.6f}"),
+)
+_RAW_NN_SCORES = (
+    ("whiteLead", "white_lead", "{:.3f}"),
+    ("whiteScoreSelfplay", "white_score_selfplay", "{:.3f}"),
+    ("whiteScoreSelfplaySq", "white_score_selfplay_sq", "{:.3f}"),
+    ("varTimeLeft", "var_time_left", "{:.3f}"),
+    ("shorttermWinlossError", "shortterm_winloss_error", "{:.3f}"),
+    ("shorttermScoreError", "shortterm_score_error", "{:.3f}"),
+)
+
+# ``kata-set-rule``'s fields (KataGo's JSON rules) and the type of their values.
+RULE_FIELDS = {
+    "ko": str,
+    "scoring": str,
+    "tax": str,
+    "suicide": bool,
+    "hasButton": bool,
+    "whiteHandicapBonus": str,
+}
+
+
+def format_raw_nn(
+    symmetry: int, out: dict[str, np.ndarray], size: int, *, scores: bool, ownership: bool
+) -> str:
+    """One evaluation in ``kata-raw-nn``'s format: ``symmetry N``, then ``key value``
+    lines, ``policy`` and ``whiteOwnership`` as ``size`` rows from the top line (policy
+    ``NAN`` on illegal points), numbers printed as KataGo prints them.
+
+    ``out``: one position's ``gojax.evaluate`` outputs. A net without a score head
+    (``scores``) has no score lines, one that never learned ownership no ownership.
+    """
+    lines = [f"symmetry {symmetry}"]
+    for key, name, fmt in _RAW_NN_VALUES + (_RAW_NN_SCORES if scores else ()):
+        if name in out:
+            lines.append(f"{key} {fmt.format(float(out[name]))}")
+    policy, legal = out["policy"], out["legal"]
+    cells = [f"{p:8.6f}" if ok else "     NAN" for p, ok in zip(policy, legal, strict=True)]
+    lines.append("policy")
+    lines += [" ".join(cells[r * size : (r + 1) * size]) for r in range(size)]
+    lines.append(f"policyPass {cells[-1]}")
+    if ownership:
+        own = [f"{x:9.7f}" for x in out["white_ownership"]]
+        lines.append("whiteOwnership")
+        lines += [" ".join(own[r * size : (r + 1) * size]) for r in range(size)]
+    return "\n".join(lines)
+
+
 def _per10000(x: float) -> int:
     return int(round(min(max(x if math.isfinite(x) else 0.0, 0.0), 1.0) * 10000))
 
@@ -332,6 +384,7 @@ class GTPServer:
             "set_position": self.cmd_set_position,
             "kgs-rules": self.cmd_kgs_rules,
             "kata-set-rules": self.cmd_kata_set_rules,
+            "kata-set-rule": self.cmd_kata_set_rule,
             "kata-get-rules": lambda args, _id: json.dumps(
                 rules_json(self.engine.rules), separators=(",", ":")
             ),
@@ -339,6 +392,9 @@ class GTPServer:
             "kata-analyze": self.cmd_kata_analyze,
             "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
+            "kata-raw-nn": self.cmd_kata_raw_nn,
+            "cputime": lambda args, _id: f"{self.engine.genmove_seconds:.3f}",
+            "gomill-cpu_time": lambda args, _id: f"{self.engine.genmove_seconds:.3f}",
             "stop": lambda args, _id: "",
             "clear_cache": self.cmd_clear_cache,
         }
@@ -612,6 +668,43 @@ class GTPServer:
                 raise GTPError("rules not supported") from None
         self.engine.set_rules(name)
         return ""
+
+    def cmd_kata_set_rule(self, args, _id):
+        key, value = _args(args, 2)
+        if key not in RULE_FIELDS:
+            raise GTPError(f"unknown rules field {key!r}: one of {', '.join(RULE_FIELDS)}")
+        if RULE_FIELDS[key] is bool:
+            if value.lower() not in ("true", "false"):
+                raise GTPError(f"{key} is true or false, not {value!r}")
+            parsed: str | bool = value.lower() == "true"
+        else:
+            parsed = value.upper()
+        # The other fields stay as they are; the result must be one of the presets.
+        self.engine.set_rules(rules_from_json(rules_json(self.engine.rules) | {key: parsed}))
+        return ""
+
+    def cmd_kata_raw_nn(self, args, _id):
+        from gojax.evaluate import has_score_head
+
+        which = _args(args, 1)[0].lower()
+        if which == "all":
+            symmetries = list(range(8))
+        elif which in {str(s) for s in range(8)}:
+            symmetries = [int(which)]
+        else:
+            raise GTPError("syntax error")  # KataGo's: 'all' or a symmetry 0..7
+        outputs = self.engine.raw_nn(symmetries)
+        model = self.engine.player.model
+        return "\n".join(
+            format_raw_nn(
+                s,
+                out,
+                self.engine.size,
+                scores=has_score_head(model.output_spec),
+                ownership=knows_ownership(model),
+            )
+            for s, out in zip(symmetries, outputs, strict=True)
+        )
 
     def cmd_clear_cache(self, args, _id):
         self.engine.player.new_game()

@@ -180,6 +180,20 @@ def gtp_flags(*argv: str) -> dict:
         ("kata-set-rules japanese", "="),
         ("kata-set-rules stone-scoring", "? rules not supported"),
         ("kata-set-rules {not json", "? syntax error"),
+        ("kata-set-rule ko POSITIONAL", "="),
+        ("kata-set-rule suicide true", "? rules not supported"),
+        ("kata-set-rule suicide maybe", "? suicide is true or false, not 'maybe'"),
+        ("kata-set-rule ko", "? syntax error"),
+        (
+            "kata-set-rule komi 7",
+            "? unknown rules field 'komi': one of ko, scoring, tax, suicide, hasButton, "
+            "whiteHandicapBonus",
+        ),
+        ("kata-raw-nn 0", "? this player has no network"),
+        ("kata-raw-nn 8", "? syntax error"),
+        ("kata-raw-nn", "? syntax error"),
+        ("cputime", "= 0.000"),
+        ("gomill-cpu_time", "= 0.000"),
         (
             "kata-get-rules",
             '= {"hasButton":false,"ko":"SIMPLE","scoring":"AREA","suicide":false,'
@@ -417,6 +431,108 @@ def test_rules_commands_replay_the_game_under_the_new_preset():
     assert rules_from_json({"ko": "simple", "suicide": False}) == "chinese"
     with pytest.raises(ValueError):
         rules_from_json({"scoring": "TERRITORY"})
+
+
+def test_kata_set_rule_changes_one_field_and_keeps_a_preset():
+    server = make_server()  # chinese
+    run(server, "play b E5\nplay w C3\n")
+    assert ask(server, "kata-set-rule ko POSITIONAL") == "="
+    assert server.engine.rules == "chinese-ogs" and len(server.engine.moves) == 2
+    # AGA's ko with chinese-ogs's handicap bonus (N, not N-1) is no preset.
+    assert ask(server, "kata-set-rule ko situational") == "? rules not supported"
+    assert server.engine.rules == "chinese-ogs"  # a refused change changes nothing
+    assert ask(server, "kgs-rules new_zealand") == "="
+    assert ask(server, "kata-set-rule ko positional") == "="
+    assert server.engine.rules == "tromp-taylor" and len(server.engine.moves) == 2
+    assert ask(server, "kata-set-rules japanese") == "="
+    assert ask(server, "kata-set-rule scoring AREA") == "? rules not supported"
+    assert ask(server, "kata-set-rule hasButton false") == "=" and server.engine.rules == "japanese"
+
+
+def test_cputime_adds_up_the_genmove_time():
+    server = make_server()
+    assert ask(server, "cputime") == "= 0.000"
+    ask(server, "genmove b")
+    spent = server.engine.genmove_seconds
+    assert spent > 0 and ask(server, "cputime") == f"= {spent:.3f}"
+    ask(server, "play w pass")  # the opponent's moves cost nothing
+    assert server.engine.genmove_seconds == spent
+
+
+def _raw_nn_blocks(reply: str) -> list[dict]:
+    """``kata-raw-nn``'s reply parsed as any tool would: keys, then their numbers."""
+    assert reply.startswith("= ")
+    blocks, key = [], None
+    for token in reply[2:].split():
+        if token == "symmetry":
+            blocks.append({})
+            key = token
+        elif not token[0].isdigit() and token[0] != "-" and token != "NAN":
+            key = token
+            blocks[-1][key] = []
+        elif key == "symmetry":
+            blocks[-1]["symmetry"] = int(token)
+        else:
+            blocks[-1][key].append(float(token))
+    return blocks
+
+
+def test_kata_raw_nn_gives_katagos_own_numbers():
+    """``kata-raw-nn 0`` after the moves over GTP equals what KataGo's ``kata-raw-nn 0``
+    printed for the reference positions: rules, features, net and format together."""
+    import json
+
+    records = [json.loads(line) for line in open(reference_path("katago", "positions.jsonl"))]
+    engine = net_engine()
+    server = GTPServer(engine, io.StringIO(), version="test")
+    try:
+        for record in (records[i] for i in (24, 33, 15)):  # 9x9 W, 9x9 after a pass, 13x13 W
+            setup = (
+                f"boardsize {record['size']}\nkomi {record['komi']}\n"
+                f"kata-set-rules {record['rules']}\nclear_board\n"
+            )
+            moves = "".join(f"play {colour} {vertex}\n" for colour, vertex in record["moves"])
+            assert set(run(server, setup + moves)) == {"="}
+            (ours,) = _raw_nn_blocks(ask(server, "kata-raw-nn 0"))
+            theirs = record["katago"]
+            assert ours["symmetry"] == theirs["symmetry"] == 0
+            for key in ("whiteWin", "whiteLoss", "noResult"):
+                assert ours[key] == [pytest.approx(theirs[key], abs=2e-5)], key
+            for key in ("whiteLead", "whiteScoreSelfplay", "varTimeLeft"):
+                assert ours[key] == [pytest.approx(theirs[key], abs=3e-3)], key
+            assert ours["whiteScoreSelfplaySq"] == [
+                pytest.approx(theirs["whiteScoreSelfplaySq"], rel=1e-4)
+            ]
+            # NAN exactly where KataGo has null (illegal), the rest equal.
+            assert [math.isnan(p) for p in ours["policy"]] == [p is None for p in theirs["policy"]]
+            ours_policy = [p for p in ours["policy"] if not math.isnan(p)]
+            expected = [p for p in theirs["policy"] if p is not None]
+            assert ours_policy == pytest.approx(expected, abs=1e-5)
+            assert ours["policyPass"] == [pytest.approx(theirs["policyPass"], abs=1e-5)]
+            assert ours["whiteOwnership"] == pytest.approx(theirs["whiteOwnership"], abs=1e-4)
+    finally:
+        run(server, "boardsize 9\nkomi 7\nkata-set-rules chinese\nclear_board\n")
+
+
+def test_kata_raw_nn_all_reports_the_eight_symmetries_in_one_reply():
+    server = fresh_net_server()
+    run(server, "play b E5\nplay w C3\nplay b G7\n")
+    replies = run(server, "kata-raw-nn all\nkata-raw-nn 5\n")
+    assert len(replies) == 2  # no blank line inside the reply
+    blocks = _raw_nn_blocks(replies[0])
+    assert [b["symmetry"] for b in blocks] == list(range(8))
+    (alone,) = _raw_nn_blocks(replies[1])
+    assert alone.keys() == blocks[5].keys() and alone["symmetry"] == 5
+    for key in alone:  # the same evaluation, batched with the others or alone
+        assert alone[key] == pytest.approx(blocks[5][key], abs=1e-5, nan_ok=True), key
+    for block in blocks:
+        policy = block["policy"]
+        assert sum(math.isnan(p) for p in policy) == 3 and len(block["whiteOwnership"]) == 81
+        total = sum(p for p in policy if not math.isnan(p)) + block["policyPass"][0]
+        assert total == pytest.approx(1.0, abs=1e-4)
+        # Each symmetry is a separate evaluation: close to the others, not equal.
+        assert block["whiteWin"][0] == pytest.approx(blocks[0]["whiteWin"][0], abs=0.1)
+    assert len({b["whiteWin"][0] for b in blocks}) > 1
 
 
 def test_resignation_after_consecutive_low_winrates():

@@ -87,6 +87,13 @@ def test_gtp_plays_a_checkpoints_raw_policy(run_dir):
     server = GTPServer(engine, io.StringIO(), version="test")
     move = ask(server, "genmove b").removeprefix("= ")
     assert move == "pass" or gojax.gtp_to_action(move, 5) is not None
+    # kata-raw-nn: the value and the policy, no score or ownership lines for this net.
+    raw = ask(server, "kata-raw-nn 0").split("\n")
+    assert raw[0] == "= symmetry 0"
+    assert [line.split()[0] for line in raw[1:4]] == ["whiteWin", "whiteLoss", "noResult"]
+    assert raw[4] == "policy" and len(raw) == 5 + 5 + 1 and raw[-1].startswith("policyPass")
+    win, loss = (float(line.split()[1]) for line in raw[1:3])
+    assert win + loss == pytest.approx(1.0, abs=2e-6)
     with pytest.raises(ValueError, match="has no optimistic policy"):
         load_trained_model(run_dir).module(policy_optimism=0.2)
 
