@@ -255,6 +255,22 @@ _RAW_NN_SCORES = (
     ("shorttermScoreError", "shortterm_score_error", "{:.3f}"),
 )
 
+# GoGui's analyze commands (``type/label/command``): heat maps and the search's line.
+GOGUI_ANALYZE_COMMANDS = (
+    "dboard/Ownership/gojax-ownership",
+    "sboard/Policy/gojax-policy",
+    "gfx/Principal variation/gojax-pv_gfx",
+    "plist/Dead stones/final_status_list dead",
+    "hstring/Raw network/kata-raw-nn 0",
+)
+
+
+def _board_rows(cells: list[str], size: int) -> str:
+    """GoGui's board reply: ``size`` rows of ``size`` cells, the top line first (after an
+    empty first line, which GoGui skips, as ``showboard``'s)."""
+    return "\n" + "\n".join(" ".join(cells[r * size : (r + 1) * size]) for r in range(size))
+
+
 # ``kata-set-rule``'s fields (KataGo's JSON rules) and the type of their values.
 RULE_FIELDS = {
     "ko": str,
@@ -393,6 +409,10 @@ class GTPServer:
             "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
             "kata-raw-nn": self.cmd_kata_raw_nn,
+            "gogui-analyze_commands": lambda args, _id: "\n".join(GOGUI_ANALYZE_COMMANDS),
+            "gojax-ownership": self.cmd_gojax_ownership,
+            "gojax-policy": self.cmd_gojax_policy,
+            "gojax-pv_gfx": self.cmd_gojax_pv_gfx,
             "cputime": lambda args, _id: f"{self.engine.genmove_seconds:.3f}",
             "gomill-cpu_time": lambda args, _id: f"{self.engine.genmove_seconds:.3f}",
             "stop": lambda args, _id: "",
@@ -704,6 +724,58 @@ class GTPServer:
                 ownership=knows_ownership(model),
             )
             for s, out in zip(symmetries, outputs, strict=True)
+        )
+
+    def _evaluation(self) -> tuple[Analysis, int]:
+        """The player's evaluation of the position to play, and who is to play."""
+        from eval.players import _live
+
+        colour = self.engine.to_play
+        return self.engine.player.evaluate(_live(self.engine.state)), colour
+
+    def cmd_gojax_ownership(self, args, _id):
+        _args(args, 0)
+        if not self.engine.player.has_ownership:
+            raise GTPError("this player has no ownership")
+        analysis, colour = self._evaluation()
+        black = analysis.ownership * colour  # GoGui: black positive
+        return _board_rows([f"{x:.3f}" for x in black], self.engine.size)
+
+    def cmd_gojax_policy(self, args, _id):
+        _args(args, 0)
+        analysis, _ = self._evaluation()
+        size = self.engine.size
+        cells = ['""'] * (size * size)  # GoGui's empty label
+        for info in analysis.moves:
+            if info.action < size * size and info.prior >= 0.005:
+                cells[info.action] = str(round(100 * info.prior))
+        return _board_rows(cells, size)
+
+    def cmd_gojax_pv_gfx(self, args, _id):
+        _args(args, 0)
+        colour = self.engine.to_play
+        analysis = self.engine.analyze()
+        size = self.engine.size
+        names = {BLACK: "b", WHITE: "w"}
+        line = [
+            f"{names[colour * (-1) ** i]} {action_to_gtp(a, size).upper()}"
+            for i, a in enumerate(analysis.best.pv)
+        ]
+        labels = [
+            f"{action_to_gtp(info.action, size)} {round(100 * info.winrate)}"
+            for info in analysis.moves[:10]
+            if info.visits > 0 and info.action < size * size
+        ]
+        mover = "Black" if colour == BLACK else "White"
+        text = (
+            f"{mover} to play: win rate {100 * analysis.winrate:.1f}%, "
+            f"lead {analysis.score_lead:+.1f}, {analysis.visits} visits, "
+            f"best {action_to_gtp(analysis.best.action, size)}"
+        )
+        return "\n".join(
+            ["VAR " + " ".join(line)]
+            + (["LABEL " + " ".join(labels)] if labels else [])
+            + ["TEXT " + text]
         )
 
     def cmd_clear_cache(self, args, _id):

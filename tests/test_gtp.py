@@ -535,6 +535,38 @@ def test_kata_raw_nn_all_reports_the_eight_symmetries_in_one_reply():
     assert len({b["whiteWin"][0] for b in blocks}) > 1
 
 
+def _gogui_board(reply: str, size: int) -> list[list[str]]:
+    """A GoGui board reply read as GoGui reads it: non-empty lines, top row first."""
+    assert reply.startswith("=")
+    rows = [line.split() for line in reply[1:].split("\n") if line.strip()]
+    assert len(rows) == size and all(len(row) == size for row in rows)
+    return rows
+
+
+def test_gogui_analyze_commands_show_ownership_policy_and_the_line():
+    server = fresh_net_server()
+    listed = ask(server, "gogui-analyze_commands")[2:].split("\n")
+    for entry in listed:  # type/label/command, every command one the engine knows
+        kind, label, command = entry.split("/")
+        assert kind in {"dboard", "sboard", "gfx", "plist", "hstring"} and label
+        assert ask(server, f"known_command {command.split()[0]}") == "= true"
+    run(server, "play b E5\nplay w C3\n")
+    ownership = _gogui_board(ask(server, "gojax-ownership"), 9)
+    values = [[float(x) for x in row] for row in ownership]
+    assert all(-1 <= x <= 1 for row in values for x in row)
+    assert values[4][4] > 0.5 and values[6][2] < -0.5  # Black's E5 positive, White's C3 not
+    policy = _gogui_board(ask(server, "gojax-policy"), 9)
+    labels = {
+        (r, c): int(x) for r, row in enumerate(policy) for c, x in enumerate(row) if x != '""'
+    }
+    assert labels and all(0 < p <= 100 for p in labels.values()) and sum(labels.values()) <= 101
+    assert (4, 4) not in labels and (6, 2) not in labels  # occupied points get no label
+    gfx = ask(server, "gojax-pv_gfx")[2:].split("\n")
+    assert re.fullmatch(r"VAR b [A-HJ][1-9]( w [A-HJ][1-9]| w PASS)?.*", gfx[0])
+    assert gfx[-1].startswith("TEXT Black to play: win rate ")
+    assert ask(make_server(), "gojax-ownership") == "? this player has no ownership"
+
+
 def test_resignation_after_consecutive_low_winrates():
     server = make_server(resign_threshold=0.6, resign_consecutive=2)  # uniform: win rate 0.5
     assert re.fullmatch(r"= [A-HJ][1-9]", ask(server, "genmove b"))
