@@ -258,17 +258,23 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config, avoid):
-        evaluator = katago_evaluator((net, variables, version), symmetry=symmetry)
-        root_evaluator = None
-        if root_net is not None:
-            root_evaluator = katago_evaluator((root_net, variables, version), symmetry=symmetry)
-        result = search(evaluator, states, key, config, avoid=avoid, root_evaluator=root_evaluator)
-        # Only the root's prior and the statistics a PV needs go to the host, not the states.
+    @functools.partial(jax.jit, static_argnames=("config", "ownership"))
+    def run_search(variables, states, key, config, avoid, ownership=False):
+        def leaf_evaluator(module):
+            return katago_evaluator(
+                (module, variables, version), symmetry=symmetry, ownership=ownership
+            )
+
+        root_evaluator = None if root_net is None else leaf_evaluator(root_net)
+        result = search(
+            leaf_evaluator(net), states, key, config, avoid=avoid, root_evaluator=root_evaluator
+        )
+        # Only the root's prior and the statistics a PV needs go to the host, not the states
+        # nor the nodes' ownership (the tree's mean is ``result.ownership``).
         tree = result.tree.replace(
             embeddings=_Ends(result.tree.embeddings.terminated),
             children_prior_logits=result.tree.children_prior_logits[:, :1],
+            raw_ownership=result.tree.raw_ownership[:, :, :0],
         )
         return result.replace(tree=tree)
 
@@ -655,6 +661,7 @@ class AnalysisEngine:
                             visits,
                             [queries[i].pv_length for i, _, _ in part],
                             [queries[i].avoid for i, _, _ in part],
+                            ownership=any(queries[i].include_ownership for i, _, _ in part),
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
@@ -751,9 +758,11 @@ class AnalysisEngine:
         visits: int,
         pv_lengths: list[int],
         avoids: list[np.ndarray | None],
+        ownership: bool = False,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
-        each with the moves its query keeps out (``Query.avoid``; None: none)."""
+        each with the moves its query keeps out (``Query.avoid``; None: none); with
+        ``ownership`` the search keeps every node's ownership for the root's tree mean."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -776,9 +785,10 @@ class AnalysisEngine:
             temperature_moves=0,
             **self._utility_settings,
         )
-        host = jax.device_get(
-            self._search(self.model.variables, roots, key_search, config, jnp.asarray(avoid))
+        searched = self._search(
+            self.model.variables, roots, key_search, config, jnp.asarray(avoid), ownership
         )
+        host = jax.device_get(searched)
         listed_count = min(self.moves_listed, visits - 1)
         listed = [listed_actions(host, i, listed_count) for i in range(n)]
         # Positions after the listed moves, for their scores (pass pads short lists).

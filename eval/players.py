@@ -790,7 +790,10 @@ def _search_functions(
         variables, weights = variables if fast_rollouts else (variables, None)
 
         def leaf_evaluator(module):
-            evaluator = katago_evaluator((module, variables, version), symmetry=symmetry)
+            # Every node's ownership, for the tree's mean at the root (one game: cheap).
+            evaluator = katago_evaluator(
+                (module, variables, version), symmetry=symmetry, ownership=True
+            )
             if rollout_lambda:
                 evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
             return evaluator
@@ -839,6 +842,8 @@ def search_analysis(
 
     Win rates and score leads (the root's and each visited move's) are the
     search's means, as KataGo reports them; ``lcb`` is KataGo's bound on them.
+    So is the root's ownership when the search kept its nodes' (``host.ownership``);
+    otherwise it is the root's own evaluation (``out``).
 
     Args:
       host: ``jax.device_get`` of a ``gojax.search.SearchOutput`` (its tree
@@ -878,13 +883,16 @@ def search_analysis(
         for i, a in enumerate(listed)
     )
     root_value = float(np.clip(host.root_value[index], -1.0, 1.0))
+    # The tree's mean ownership where the search kept it (KataGo's), else the root's own.
+    tracked = host.ownership.shape[-1] > 0
+    root_ownership = host.ownership[index] if tracked else -out["white_ownership"][0]
     return Analysis(
         moves=moves,
         visits=int(visits.sum()) + 1,
         winrate=(root_value + 1.0) / 2.0,
         score_lead=_finite(float(host.root_score[index])),
         score_stdev=_finite(float(out["score_stdev"][0])),
-        ownership=(out["white_ownership"][0] * -mover).astype(np.float32),
+        ownership=(root_ownership * mover).astype(np.float32),
     )
 
 

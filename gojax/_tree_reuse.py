@@ -56,6 +56,11 @@ class Tree(mctx.Tree):
       node_utility_squares: mean of the squared utilities backed up through
         the node, so that ``node_utility_squares - utility ** 2`` is their
         variance.
+      raw_ownership: ``[B, N, P]`` the ownership of the node's own evaluation,
+        Black's view (+1 Black's), when the search tracks ownership
+        (``katago_evaluator(ownership=True)``); ``[B, N, 0]`` otherwise. Not
+        backed up: a subtree's mean is its nodes' weighted by their own
+        visits (``gojax.search.tree_ownership``), as KataGo averages its tree.
     """
 
     node_scores: chex.Array
@@ -64,6 +69,7 @@ class Tree(mctx.Tree):
     raw_score_means: chex.Array
     raw_score_stdevs: chex.Array
     node_utility_squares: chex.Array
+    raw_ownership: chex.Array
 
 
 class RootStats(NamedTuple):
@@ -201,6 +207,7 @@ def _reroot(tree: Tree, action: jax.Array) -> Tree:
         raw_score_means=take(tree.raw_score_means, 0.0),
         raw_score_stdevs=take(tree.raw_score_stdevs, 0.0),
         node_utility_squares=take(tree.node_utility_squares, 0.0),
+        raw_ownership=take(tree.raw_ownership, 0.0),
         parents=parents,
         action_from_parent=action_from_parent,
         children_index=take(renumber(tree.children_index), Tree.UNVISITED),

@@ -288,6 +288,8 @@ class SearchOutput:
     q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
     #   (of the utilities, value plus score utility, when kind="katago" weighs scores)
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
+    ownership: jax.Array  # [B, P] float32: the mean ownership of the tree's evaluations,
+    #   Black's view (tree_ownership); [B, 0] unless the evaluator gives ownership
     tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
     #   are the GoStates of the nodes
 
@@ -329,6 +331,7 @@ def katago_evaluator(
     symmetry: int | str = "random",
     dtype: Any = jnp.float32,
     policy_optimism: float = 0.0,
+    ownership: bool = False,
 ) -> Evaluator:
     """An evaluator running a KataGo net (``gojax.evaluate.evaluate``) on the leaves.
 
@@ -342,6 +345,9 @@ def katago_evaluator(
       policy_optimism: mix of the optimistic policy into the prior, for a
         ``KataGoModel`` of version >= 12 (``gojax.nn.KataGoNet``; KataGo searches
         with 1.0 below the root and 0.2 at it). A tuple's net carries its own.
+      ownership: also give each leaf's ownership (``[B, P]``, Black's view), which
+        the search keeps per node for :func:`tree_ownership` (analysis; not worth
+        its memory in self-play). Nets without a score head give none.
 
     Returns an evaluator whose logits are the log of KataGo's masked policy
     (illegal moves at the float32 minimum), whose value is ``win - loss``,
@@ -374,13 +380,16 @@ def katago_evaluator(
         sign = jnp.where(states.to_play == WHITE, 1.0, -1.0)
         mean = out["white_score_selfplay"]
         stdev = jnp.sqrt(jnp.maximum(out["white_score_selfplay_sq"] - mean**2, 0.0))
-        return (
+        scores = (
             logits,
             out["value"],
             (sign * out["white_lead"]).astype(jnp.float32),
             (sign * mean).astype(jnp.float32),
             stdev.astype(jnp.float32),
         )
+        if not ownership:
+            return scores
+        return scores + ((-out["white_ownership"]).astype(jnp.float32),)
 
     return evaluate_leaves
 
@@ -415,21 +424,24 @@ def _where(mask: jax.Array, new: Any, old: Any) -> Any:
 
 
 def _num_outputs(evaluator: Evaluator, states: GoState, key: jax.Array) -> int:
-    """How many arrays ``evaluator`` returns: 2, 3 (a score) or 5 (a score distribution too);
-    found by tracing it, nothing runs."""
+    """How many arrays ``evaluator`` returns: 2, 3 (a score), 5 (a score distribution too)
+    or 6 (and ownership); found by tracing it, nothing runs."""
     return len(jax.eval_shape(lambda s: evaluator(s, key), states))
 
 
 def evaluate_with_score(
     evaluator: Evaluator, states: GoState, key: jax.Array
 ) -> tuple[jax.Array, ...]:
-    """``evaluator``'s ``(prior_logits, value, score, score_mean, score_stdev)``, each ``[B]``
-    but the logits; zeros for what it does not give."""
+    """``evaluator``'s ``(prior_logits, value, score, score_mean, score_stdev, ownership)``,
+    each ``[B]`` but the logits and the ownership (``[B, P]``, Black's view); zeros for the
+    scores it does not give, ``[B, 0]`` for an ownership it does not give."""
     out = tuple(evaluator(states, key))
-    if len(out) not in (2, 3, 5):
-        raise ValueError(f"an evaluator returns 2, 3 or 5 arrays, not {len(out)}")
+    if len(out) not in (2, 3, 5, 6):
+        raise ValueError(f"an evaluator returns 2, 3, 5 or 6 arrays, not {len(out)}")
     zeros = jnp.zeros(out[1].shape, jnp.float32)
-    return out + (zeros,) * (5 - len(out))
+    scores = out[:5] + (zeros,) * (5 - len(out[:5]))
+    ownership = out[5] if len(out) == 6 else jnp.zeros(out[1].shape + (0,), jnp.float32)
+    return scores + (ownership,)
 
 
 # ``(score_mean [B], score_stdev [B], player [B]) -> [B]``: the score utility for ``player``
@@ -446,6 +458,7 @@ class _Children(NamedTuple):
     score_mean: jax.Array
     score_stdev: jax.Array
     score_utility: jax.Array
+    ownership: jax.Array  # [B, P] Black's view, or [B, 0] untracked
 
 
 def _step(
@@ -491,7 +504,9 @@ def _step(
     )  # [B]: the mover's margin in an ended game
     reward = jnp.where(illegal, -1.0, jnp.where(ended, jnp.sign(margin), 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
-    logits, value, score, score_mean, score_stdev = evaluate_with_score(evaluator, children, key)
+    logits, value, score, score_mean, score_stdev, ownership = evaluate_with_score(
+        evaluator, children, key
+    )
     legal = (moves or jax.vmap(legal_moves))(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
@@ -506,12 +521,12 @@ def _step(
     stdev = jnp.where(children.terminated, _utility.final_score_stdev(final), score_stdev)
     stdev = stdev.astype(jnp.float32)
     if utility is None:
-        return _Children(out, children, score, mean, stdev, jnp.zeros_like(score))
+        return _Children(out, children, score, mean, stdev, jnp.zeros_like(score), ownership)
     # The child's player is the one who did not move (an illegal choice's copy of the
     # parent keeps the chooser to move).
     player = -parents.to_play.astype(jnp.int32)
     score_utility = utility(mean, stdev, player).astype(jnp.float32)
-    return _Children(out, children, score, mean, stdev, score_utility)
+    return _Children(out, children, score, mean, stdev, score_utility, ownership)
 
 
 def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
@@ -622,6 +637,7 @@ def _expand(tree: Tree, key, evaluator, parent, action, child, active, moves, ut
         raw_score_means=at_node(tree.raw_score_means, step.score_mean),
         raw_score_stdevs=at_node(tree.raw_score_stdevs, step.score_stdev),
         node_utility_squares=at_node(tree.node_utility_squares, (out.value + score_utility) ** 2),
+        raw_ownership=at_node(tree.raw_ownership, step.ownership),
         # An existing child (finished game, max_depth) is expanded again: one more visit.
         node_visits=at_node(tree.node_visits, tree.node_visits[rows, child] + 1),
         embeddings=jax.tree.map(at_node, tree.embeddings, step.states),
@@ -749,6 +765,16 @@ def root_score_means(tree: Tree) -> jax.Array:
     return total / jnp.maximum(tree.node_visits[:, Tree.ROOT_INDEX], 1)
 
 
+def tree_ownership(tree: Tree) -> jax.Array:
+    """``[B, P]`` the mean ownership of the evaluations below each root, Black's view:
+    each node's own evaluation weighted by the visits that ended there, as KataGo
+    averages ownership over its tree (``getAverageTreeOwnership``) for its analysis.
+    ``[B, 0]`` when the search did not track ownership (see :class:`Tree`)."""
+    own = _own_visits(tree).astype(jnp.float32)
+    total = jnp.einsum("bn,bnp->bp", own, tree.raw_ownership)
+    return total / jnp.maximum(tree.node_visits[:, Tree.ROOT_INDEX], 1)[:, None]
+
+
 def _rescored(tree: Tree, utility: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]) -> Tree:
     """``tree`` with every score utility recomputed by ``utility(mean, stdev, player) -> [B, N]``
     from the nodes' stored score distributions, and backed up again: each node's mean
@@ -848,6 +874,7 @@ def _new_tree(
     score_mean,
     score_stdev,
     score_utility,
+    ownership,
     capacity: int,
     legal,
     extra_data: Any,
@@ -871,6 +898,7 @@ def _new_tree(
         node_utility_squares=jnp.zeros(shape, jnp.float32)
         .at[:, 0]
         .set((value + score_utility) ** 2),
+        raw_ownership=zeros(ownership).at[:, 0].set(ownership),
         parents=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         action_from_parent=jnp.full(shape, Tree.NO_PARENT, jnp.int32),
         children_index=jnp.full(shape + (num_actions,), Tree.UNVISITED, jnp.int32),
@@ -915,6 +943,7 @@ def _pad_tree(tree: Tree, capacity: int) -> Tree:
             "raw_score_means",
             "raw_score_stdevs",
             "node_utility_squares",
+            "raw_ownership",
             "parents",
             "action_from_parent",
             "children_index",
@@ -1083,8 +1112,8 @@ def search(
     outputs = _num_outputs(evaluator, states, key_root)
     weighs = (
         config.weighs_scores
-        and outputs == 5
-        and (root_evaluator is None or _num_outputs(root_evaluator, states, key_root) == 5)
+        and outputs >= 5
+        and (root_evaluator is None or _num_outputs(root_evaluator, states, key_root) >= 5)
     )
 
     def score_utility(mean, stdev, player, center):
@@ -1109,7 +1138,7 @@ def search(
     def fresh_tree(size_nodes: int) -> tuple[Tree, jax.Array]:
         """A tree holding the evaluated roots, and the roots' centres (KataGo takes the
         net's ``scoreMean`` when it has no tree)."""
-        logits, value, score, mean, stdev = (
+        logits, value, score, mean, stdev, ownership = (
             evaluate_with_score(evaluator, states, key_root) if root_eval is None else root_eval
         )
         prior = _mask_logits(logits, legal)
@@ -1118,7 +1147,17 @@ def search(
             score_utility(mean, stdev, states.to_play, center) if weighs else jnp.zeros_like(value)
         )
         new = _new_tree(
-            states, prior, value, score, mean, stdev, root_utility, size_nodes, legal, extra_data
+            states,
+            prior,
+            value,
+            score,
+            mean,
+            stdev,
+            root_utility,
+            ownership,
+            size_nodes,
+            legal,
+            extra_data,
         )
         return new, center
 
@@ -1250,5 +1289,6 @@ def search(
         score_values=jnp.where(scored, stats.score, 0.0),
         q_stdev=stats.q_stdev,
         simulations=simulations,
+        ownership=tree_ownership(tree),
         tree=tree,
     )

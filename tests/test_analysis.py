@@ -25,7 +25,7 @@ from reference import REPO, reference_path
 from eval.analysis import AnalysisEngine, _LineReader
 from eval.analysis_query import QueryError, handicap_stones, parse_query, parse_rules
 from gojax._board import BLACK, WHITE
-from gojax._coords import gtp_to_action
+from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._game import state_from_moves
 from gojax.evaluate import evaluate
 from gojax.katago_model import load_model
@@ -600,6 +600,24 @@ def test_search_scores_and_win_rates_are_means_over_the_tree(search):
         assert 0.0 <= m["lcb"] <= m["winrate"]
         if m["visits"] == 1:
             assert m["lcb"] == pytest.approx(max(0.0, m["winrate"] - 5 * 0.5 / 2), abs=1e-6)
+
+
+def test_searched_ownership_is_the_trees_mean_as_katagos():
+    """With ``includeOwnership`` a searched root reports the mean ownership of the tree's
+    evaluations (KataGo's ``getAverageTreeOwnership``), not its own evaluation's."""
+    from gojax.search import SearchConfig, katago_evaluator, search
+
+    moves = [["B", "E5"], ["W", "C3"], ["B", "G7"]]
+    line = query(id="own", moves=moves, maxVisits=8, includeOwnership=True)
+    (reply,) = session([json.dumps(line)])  # Black's view (--report-as BLACK)
+    (raw,) = session([json.dumps(line | {"maxVisits": 1})])
+    state = jax.tree.map(lambda x: x[None], state_from_moves(9, moves, komi=7, rules="chinese"))
+    evaluator = katago_evaluator(model(), symmetry=0, ownership=True)
+    config = SearchConfig(num_simulations=7, dirichlet_fraction=0.0, temperature_moves=0)
+    out = search(evaluator, state, jax.random.key(0), config)
+    np.testing.assert_allclose(reply["ownership"], out.ownership[0], atol=1e-5)
+    assert not np.allclose(reply["ownership"], raw["ownership"], atol=1e-3)  # premise
+    assert reply["moveInfos"][0]["move"] == action_to_gtp(int(out.action[0]), 9)
 
 
 def test_analysis_search_kinds_are_checked():

@@ -24,6 +24,7 @@ from gojax.search import (
     katago_evaluator,
     reuse_subtree,
     root_stats,
+    tree_ownership,
     uniform_evaluator,
 )
 
@@ -196,6 +197,51 @@ def test_katago_evaluator_scores_are_the_leads_of_the_player_to_move():
     variance = np.asarray(out["white_score_selfplay_sq"], np.float64) - white_mean**2
     np.testing.assert_allclose(stdev, np.sqrt(variance), rtol=1e-4)
     assert np.all(np.asarray(stdev) > 1.0)  # a real spread in the opening
+
+
+def owning_evaluator(states: gojax.GoState, key: jax.Array):
+    """``scoring_evaluator`` with a score distribution and, as ownership, the stones
+    themselves (Black's view), so that each node's ownership is known from its position."""
+    logits, value, score = scoring_evaluator(states, key)
+    spread = jnp.ones_like(score)
+    return logits, value, score, score, spread, states.board.astype(jnp.float32)
+
+
+def _expected_tree_ownership(tree, game: int) -> np.ndarray:
+    """The mean, over the visits of game ``game``'s tree, of the board of the node each
+    visit ended at (its own evaluation; a finished game's for each of its visits)."""
+    t = jax.tree.map(lambda x: np.asarray(x[game]), tree)
+    own = t.node_visits - t.children_visits.sum(-1)
+    assert own.sum() == t.node_visits[0] and np.all(own >= 0)
+    return (own[:, None] * t.embeddings.board).sum(0) / own.sum()
+
+
+def test_root_ownership_is_the_mean_over_the_tree_as_katago_averages_it():
+    # Short games, so that finished games (visited more than once) are in the trees.
+    states = batch(new_game(5, komi=0.5, max_moves=2), 2)
+    config = SearchConfig(num_simulations=40, temperature_moves=0)
+    out = searcher(owning_evaluator, config)(states, jax.random.key(5))
+    assert out.ownership.shape == (2, 25)
+    finished = np.asarray(out.tree.embeddings.terminated) & (np.asarray(out.tree.node_visits) > 1)
+    assert np.any(finished)  # premise: own visits above one
+    for game in range(2):
+        expected = _expected_tree_ownership(out.tree, game)
+        np.testing.assert_allclose(out.ownership[game], expected, atol=1e-6)
+    np.testing.assert_array_equal(out.tree.raw_ownership, out.tree.embeddings.board)
+    # Tracking changes nothing else: the same search without ownership.
+    plain = searcher(lambda s, k: owning_evaluator(s, k)[:5], config)(states, jax.random.key(5))
+    np.testing.assert_array_equal(plain.visit_counts, out.visit_counts)
+    assert plain.ownership.shape == (2, 0) and plain.tree.raw_ownership.shape[-1] == 0
+    # A kept subtree keeps its nodes' ownership; the next search's mean covers old and new.
+    kept = fast_jit(reuse_subtree)(out.tree, out.action)
+    np.testing.assert_array_equal(kept.raw_ownership, kept.embeddings.board)
+    children = jax.vmap(gojax.play)(states, out.action)
+    again = searcher(owning_evaluator, config)(children, jax.random.key(6), tree=kept)
+    assert np.all(np.asarray(again.simulations) < 40)  # premise: the tree was continued
+    for game in range(2):
+        expected = _expected_tree_ownership(again.tree, game)
+        np.testing.assert_allclose(again.ownership[game], expected, atol=1e-6)
+        np.testing.assert_allclose(tree_ownership(again.tree)[game], expected, atol=1e-6)
 
 
 def test_lower_confidence_bounds_follow_katago():
