@@ -329,18 +329,6 @@ class _Result:
     out: dict[str, np.ndarray]  # network outputs, row 0 the root, row 1 + i after move i
     mover: int
     searched: bool  # whether out has a row per listed move
-    pv_visits: tuple[tuple[int, ...], ...] = ()  # per listed move: visits along its pv
-
-
-def _pv_visits(tree: Any, index: int, pv: tuple[int, ...]) -> tuple[int, ...]:
-    """Visits of the edges along ``pv`` from the root of game ``index`` of a host tree."""
-    visits, node = [], 0
-    for action in pv:
-        if node < 0:
-            break
-        visits.append(int(tree.children_visits[index, node, action]))
-        node = int(tree.children_index[index, node, action])
-    return tuple(visits)
 
 
 def _reply(query: Query, turn: int, result: _Result) -> dict:
@@ -375,8 +363,7 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
             }
         )
         if query.include_pv_visits:
-            visits = result.pv_visits[i] if result.searched else (move.visits,)
-            infos[-1]["pvVisits"] = list(visits[: query.pv_length + 1])
+            infos[-1]["pvVisits"] = list(move.pv_visits[: query.pv_length + 1])
             infos[-1]["pvEdgeVisits"] = infos[-1]["pvVisits"]  # no graph search: the same
         if query.include_no_result_value:
             infos[-1]["noResultValue"] = _num(out["no_result"][row])
@@ -801,8 +788,7 @@ class AnalysisEngine:
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
-            pv_visits = tuple(_pv_visits(host.tree, i, move.pv) for move in analysis.moves)
-            results.append(_Result(analysis, row, mover, searched=True, pv_visits=pv_visits))
+            results.append(_Result(analysis, row, mover, searched=True))
         return results
 
     def _evaluated(

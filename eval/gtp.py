@@ -140,6 +140,7 @@ class AnalyzeOptions:
         self.interval: float = _DEFAULT_INTERVAL_CS / 100  # seconds
         self.ownership = False
         self.root_info = False
+        self.pv_visits = False
         self.min_moves = 0
         self.max_moves = 1_000_000
         self.avoid: np.ndarray | None = None  # [2, A] plies, as gojax.search.search's
@@ -181,6 +182,8 @@ class AnalyzeOptions:
                     opts.ownership = value == "true"
                 elif key == "rootInfo":
                     opts.root_info = value == "true"
+                elif key == "pvVisits":
+                    opts.pv_visits = value == "true"
             elif key == "minmoves":
                 opts.min_moves = _int(value, 0)
             elif key == "maxmoves":
@@ -223,6 +226,7 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
                 f"scoreSelfplay {_fmt(info.score_lead)} prior {_fmt(info.prior)} "
                 f"lcb {_fmt(info.lcb)} utilityLcb {_fmt(2 * info.lcb - 1)} "
                 f"order {info.order} pv {pv}"
+                + (f" pvVisits {' '.join(map(str, info.pv_visits))}" if opts.pv_visits else "")
             )
         else:
             parts.append(

@@ -118,6 +118,7 @@ class MoveInfo:
     lcb: float  # lower confidence bound of the win rate, in [0, 1]
     order: int  # rank: 0 is the move genmove plays
     pv: tuple[int, ...]  # principal variation starting with ``action``
+    pv_visits: tuple[int, ...] = ()  # visits of each edge along ``pv``
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,6 +260,7 @@ def _policy_analysis(
             lcb=winrate if a == chosen else 0.0,
             order=i,
             pv=(a,),
+            pv_visits=(1 if a == chosen else 0,),
         )
         for i, a in enumerate(keep)
     )
@@ -829,6 +831,17 @@ def listed_actions(host: Any, index: int, max_listed: int) -> list[int]:
     return ([chosen] + [a for a in visited if a != chosen])[:max_listed]
 
 
+def pv_visits(tree: Any, index: int, pv: tuple[int, ...]) -> tuple[int, ...]:
+    """Visits of the edges along ``pv`` from the root of game ``index`` of a host tree."""
+    visits, node = [], 0
+    for action in pv:
+        if node < 0:
+            break
+        visits.append(int(tree.children_visits[index, node, action]))
+        node = int(tree.children_index[index, node, action])
+    return tuple(visits)
+
+
 def search_analysis(
     host: Any,
     index: int,
@@ -878,7 +891,8 @@ def search_analysis(
             prior=float(prior[a]),
             lcb=float(bounds[a]),
             order=i,
-            pv=tuple(principal_variation(host.tree, index, a, pv_length)),
+            pv=(pv := tuple(principal_variation(host.tree, index, a, pv_length))),
+            pv_visits=pv_visits(host.tree, index, pv),
         )
         for i, a in enumerate(listed)
     )

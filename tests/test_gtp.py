@@ -1007,13 +1007,20 @@ def test_search_player_plays_and_reuses_its_tree():
     player = SearchPlayer(model, visits=16)
     engine = Engine(player, size=9, komi=7.0, rules="chinese")
     server = GTPServer(engine, io.StringIO())
-    reply = ask(server, "kata-genmove_analyze b 1")
+    reply = ask(server, "kata-genmove_analyze b 1 pvVisits true ownership true")
     info = reply.split("\n")[1]
-    entries = re.split(r" (?=info )", info)
+    entries = re.split(r" (?=info |ownership )", info)
+    assert entries[-1].startswith("ownership ") and len(entries[-1].split()) == 1 + 81
+    entries = entries[:-1]
     visits = [int(re.search(r" visits (\d+)", e).group(1)) for e in entries]
     assert sum(visits) == 16 and visits[0] == max(visits)
-    pv = entries[0].split(" pv ")[1].split()
+    pv = entries[0].split(" pv ")[1].split(" pvVisits ")[0].split()
     assert len(pv) >= 2
+    for entry, n in zip(entries, visits, strict=True):  # KataGo's pvVisits: each edge's visits
+        line = entry.split(" pv ")[1].split(" pvVisits ")
+        along = [int(v) for v in line[1].split()]
+        assert len(along) == len(line[0].split()) and along[0] == n
+        assert along == sorted(along, reverse=True) and along[-1] >= 1
     first_tree = player._tree
     assert ask(server, f"play w {pv[1]}") == "="
     assert re.fullmatch(r"= [A-HJ][1-9]|= pass", ask(server, "genmove b"))
