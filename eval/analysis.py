@@ -56,6 +56,7 @@ from eval.players import (
 from eval.replay_cache import ReplayCache, moves_key
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
 from gojax._coords import action_to_gtp
+from gojax._tree_reuse import subtree_ownership
 
 # ----------------------------------------------------------------------------
 # Device side: replay, search, evaluation
@@ -258,8 +259,8 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames=("config", "ownership"))
-    def run_search(variables, states, key, config, avoid, ownership=False):
+    @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes"))
+    def run_search(variables, states, key, config, avoid, ownership=False, keep_nodes=False):
         def leaf_evaluator(module):
             return katago_evaluator(
                 (module, variables, version), symmetry=symmetry, ownership=ownership
@@ -270,11 +271,13 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             leaf_evaluator(net), states, key, config, avoid=avoid, root_evaluator=root_evaluator
         )
         # Only the root's prior and the statistics a PV needs go to the host, not the states
-        # nor the nodes' ownership (the tree's mean is ``result.ownership``).
+        # nor, unless the moves' means are wanted (``keep_nodes``), the nodes' ownership
+        # (the root's mean is ``result.ownership``).
+        nodes_ownership = result.tree.raw_ownership
         tree = result.tree.replace(
             embeddings=_Ends(result.tree.embeddings.terminated),
             children_prior_logits=result.tree.children_prior_logits[:, :1],
-            raw_ownership=result.tree.raw_ownership[:, :, :0],
+            raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
         )
         return result.replace(tree=tree)
 
@@ -329,6 +332,8 @@ class _Result:
     out: dict[str, np.ndarray]  # network outputs, row 0 the root, row 1 + i after move i
     mover: int
     searched: bool  # whether out has a row per listed move
+    moves_ownership: np.ndarray | None = None  # [K, P] Black's view: each listed move's
+    #   subtree mean (NaN where unsearched); None: the position after the move, from ``out``
 
 
 def _reply(query: Query, turn: int, result: _Result) -> dict:
@@ -369,6 +374,9 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
             infos[-1]["noResultValue"] = _num(out["no_result"][row])
         if query.include_moves_ownership:
             ownership = out["white_ownership"][row] * -mover
+            means = result.moves_ownership
+            if means is not None and np.all(np.isfinite(means[i])):
+                ownership = means[i] * mover  # the move's subtree, as KataGo's
             infos[-1]["ownership"] = _round(ownership if keep else -ownership).tolist()
     analysis = result.analysis
     raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
@@ -649,6 +657,9 @@ class AnalysisEngine:
                             [queries[i].pv_length for i, _, _ in part],
                             [queries[i].avoid for i, _, _ in part],
                             ownership=any(queries[i].include_ownership for i, _, _ in part),
+                            moves_ownership=any(
+                                queries[i].include_moves_ownership for i, _, _ in part
+                            ),
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
@@ -746,10 +757,12 @@ class AnalysisEngine:
         pv_lengths: list[int],
         avoids: list[np.ndarray | None],
         ownership: bool = False,
+        moves_ownership: bool = False,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
-        ``ownership`` the search keeps every node's ownership for the root's tree mean."""
+        ``ownership`` the search keeps every node's ownership for the root's tree mean,
+        with ``moves_ownership`` for each listed move's subtree mean too."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -773,7 +786,13 @@ class AnalysisEngine:
             **self._utility_settings,
         )
         searched = self._search(
-            self.model.variables, roots, key_search, config, jnp.asarray(avoid), ownership
+            self.model.variables,
+            roots,
+            key_search,
+            config,
+            jnp.asarray(avoid),
+            ownership or moves_ownership,
+            moves_ownership,
         )
         host = jax.device_get(searched)
         listed_count = min(self.moves_listed, visits - 1)
@@ -788,7 +807,10 @@ class AnalysisEngine:
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
-            results.append(_Result(analysis, row, mover, searched=True))
+            means = None
+            if moves_ownership:
+                means = subtree_ownership(host.tree, i, [m.action for m in analysis.moves])
+            results.append(_Result(analysis, row, mover, searched=True, moves_ownership=means))
         return results
 
     def _evaluated(

@@ -159,6 +159,35 @@ def principal_variation(
     return line[:max_length]
 
 
+def subtree_ownership(tree: Tree, batch_index: int, actions: list[int]) -> np.ndarray:
+    """``[K, P]`` the mean ownership below each root move of ``actions`` in game
+    ``batch_index`` (Black's view), as KataGo averages a move's subtree: the evaluations
+    of the child and every node under it, each weighted by the visits that ended there.
+    NaN rows for moves never searched. Runs on the host (NumPy); needs a tree that kept
+    its nodes' ownership (``Tree.raw_ownership``).
+    """
+    parents = np.asarray(tree.parents[batch_index])  # [N]
+    moves = np.asarray(tree.action_from_parent[batch_index])
+    ownership = np.asarray(tree.raw_ownership[batch_index], np.float64)  # [N, P]
+    visits = np.asarray(tree.node_visits[batch_index])
+    own = (visits - np.asarray(tree.children_visits[batch_index]).sum(-1)).astype(np.float64)
+    nodes = np.arange(len(parents))
+    # Each node's ancestor among the root's children, by pointer jumping: a root child
+    # and the root (and blank nodes) point at themselves.
+    up = np.where((parents == Tree.ROOT_INDEX) | (parents < 0), nodes, parents)
+    for _ in range(max(1, (len(parents) - 1).bit_length())):
+        up = up[up]
+    below = np.where(up != Tree.ROOT_INDEX, moves[up], Tree.NO_PARENT)  # [N] root move above
+    rows = []
+    for action in actions:
+        weight = np.where(below == action, own, 0.0)
+        total = weight.sum()
+        rows.append(
+            weight @ ownership / total if total > 0 else np.full(ownership.shape[1], np.nan)
+        )
+    return np.asarray(rows, np.float32).reshape(len(actions), ownership.shape[1])
+
+
 def _reroot(tree: Tree, action: jax.Array) -> Tree:
     """One game's tree (no batch axis) re-rooted at the child reached by ``action``."""
     n = tree.node_visits.shape[0]

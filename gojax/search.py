@@ -99,6 +99,7 @@ from gojax._tree_reuse import (
     principal_variation,
     reuse_subtree,
     root_stats,
+    subtree_ownership,
 )
 from gojax.evaluate import check_symmetry, evaluate, has_score_head
 
@@ -117,11 +118,14 @@ __all__ = [
     "root_score_means",
     "root_stats",
     "search",
+    "subtree_ownership",
+    "tree_ownership",
     "uniform_evaluator",
 ]
 
-# ``(states, key) -> (prior_logits, value)``, ``(prior_logits, value, score)`` or
-# ``(prior_logits, value, score, score_mean, score_stdev)``.
+# ``(states, key) -> (prior_logits, value)``, ``(prior_logits, value, score)``,
+# ``(prior_logits, value, score, score_mean, score_stdev)`` or that and ``ownership``
+# (``[B, P]``, Black's view; see ``katago_evaluator``).
 Evaluator = Callable[[GoState, jax.Array], tuple[jax.Array, ...]]
 KINDS = ("puct", "gumbel", "uct", "katago")
 # SearchConfig.moves: the move set a search considers at each node.

@@ -618,6 +618,20 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
     np.testing.assert_allclose(reply["ownership"], out.ownership[0], atol=1e-5)
     assert not np.allclose(reply["ownership"], raw["ownership"], atol=1e-3)  # premise
     assert reply["moveInfos"][0]["move"] == action_to_gtp(int(out.action[0]), 9)
+    # includeMovesOwnership: each move's subtree mean, so that the root's mean is its own
+    # evaluation's share plus each move's visits times its mean.
+    (moves_reply,) = session([json.dumps(line | {"includeMovesOwnership": True})])
+    infos = moves_reply["moveInfos"]
+    total = np.asarray(raw["ownership"]) + sum(
+        m["visits"] * np.asarray(m["ownership"]) for m in infos
+    )
+    np.testing.assert_allclose(
+        total / moves_reply["rootInfo"]["visits"], reply["ownership"], atol=1e-4
+    )
+    searched = [m for m in infos if m["visits"] > 1]
+    assert searched and all(
+        not np.allclose(m["ownership"], infos[0]["ownership"], atol=1e-3) for m in searched[1:]
+    )
 
 
 def test_analysis_search_kinds_are_checked():
