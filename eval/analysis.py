@@ -334,6 +334,17 @@ class _Result:
     searched: bool  # whether out has a row per listed move
     moves_ownership: np.ndarray | None = None  # [K, P] Black's view: each listed move's
     #   subtree mean (NaN where unsearched); None: the position after the move, from ``out``
+    moves_ownership_stdev: np.ndarray | None = None  # [K, P] their standard deviations
+
+
+def _wants_ownership(query: Query) -> bool:
+    """Whether a search for ``query`` must keep its nodes' ownership for the root."""
+    return query.include_ownership or query.include_ownership_stdev
+
+
+def _wants_moves_ownership(query: Query) -> bool:
+    """Whether it must also send them to the host, for each listed move's subtree."""
+    return query.include_moves_ownership or query.include_moves_ownership_stdev
 
 
 def _reply(query: Query, turn: int, result: _Result) -> dict:
@@ -378,6 +389,12 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
             if means is not None and np.all(np.isfinite(means[i])):
                 ownership = means[i] * mover  # the move's subtree, as KataGo's
             infos[-1]["ownership"] = _round(ownership if keep else -ownership).tolist()
+        if query.include_moves_ownership_stdev:
+            stdevs = result.moves_ownership_stdev
+            found = stdevs is not None and np.all(np.isfinite(stdevs[i]))
+            # One evaluation (one visit, or the network alone) has no spread.
+            spread = stdevs[i] if found else np.zeros(size * size, np.float32)
+            infos[-1]["ownershipStdev"] = _round(spread).tolist()
     analysis = result.analysis
     raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
     raw_winrate = 1.0 - raw_winrate if mover == BLACK else raw_winrate
@@ -407,6 +424,10 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
     if query.include_ownership:
         ownership = analysis.ownership if keep else -analysis.ownership
         reply["ownership"] = _round(ownership).tolist()
+    if query.include_ownership_stdev:
+        spread = analysis.ownership_stdev
+        spread = np.zeros(size * size, np.float32) if spread is None else spread
+        reply["ownershipStdev"] = _round(spread).tolist()
     if query.include_policy:
         policy = np.where(out["legal"][0], out["policy"][0], -1.0)
         reply["policy"] = _round(policy).tolist()
@@ -656,9 +677,9 @@ class AnalysisEngine:
                             visits,
                             [queries[i].pv_length for i, _, _ in part],
                             [queries[i].avoid for i, _, _ in part],
-                            ownership=any(queries[i].include_ownership for i, _, _ in part),
+                            ownership=any(_wants_ownership(queries[i]) for i, _, _ in part),
                             moves_ownership=any(
-                                queries[i].include_moves_ownership for i, _, _ in part
+                                _wants_moves_ownership(queries[i]) for i, _, _ in part
                             ),
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
@@ -807,10 +828,20 @@ class AnalysisEngine:
         for i, mover in enumerate(movers):
             row = {k: v[i] for k, v in out.items()}
             analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
-            means = None
+            means = stdevs = None
             if moves_ownership:
-                means = subtree_ownership(host.tree, i, [m.action for m in analysis.moves])
-            results.append(_Result(analysis, row, mover, searched=True, moves_ownership=means))
+                actions = [m.action for m in analysis.moves]
+                means, stdevs = subtree_ownership(host.tree, i, actions)
+            results.append(
+                _Result(
+                    analysis,
+                    row,
+                    mover,
+                    searched=True,
+                    moves_ownership=means,
+                    moves_ownership_stdev=stdevs,
+                )
+            )
         return results
 
     def _evaluated(

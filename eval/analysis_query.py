@@ -70,13 +70,13 @@ _FIELDS = {
     "includePVVisits",
     "includeMovesOwnership",
     "includeNoResultValue",
+    "includeOwnershipStdev",
+    "includeMovesOwnershipStdev",
 }
 # KataGo fields that are accepted but have no effect here (a warning says so when set).
 _IGNORED_FIELDS = {
     "rootPolicyTemperature",
     "rootFpuReductionMax",
-    "includeOwnershipStdev",
-    "includeMovesOwnershipStdev",
     "reportDuringSearchEvery",
     "firstReportDuringSearchAfter",
 }
@@ -111,6 +111,8 @@ class Query:
     include_pv_visits: bool
     include_moves_ownership: bool
     include_no_result_value: bool
+    include_ownership_stdev: bool
+    include_moves_ownership_stdev: bool
     pv_length: int  # moves of each principal variation after its first
     report_as: str  # one of REPORT_AS
     # [2, P + 1] int32 or None: avoidMoves / allowMoves as gojax.search.search's ``avoid``:
@@ -440,6 +442,8 @@ def parse_query(
     include_pv_visits = _boolean(request, "includePVVisits")
     include_moves_ownership = _boolean(request, "includeMovesOwnership")
     include_no_result_value = _boolean(request, "includeNoResultValue")
+    include_ownership_stdev = _boolean(request, "includeOwnershipStdev")
+    include_moves_ownership_stdev = _boolean(request, "includeMovesOwnershipStdev")
     avoid = _avoid(request, size)
     for field in sorted(set(request) - _FIELDS):
         if field not in _IGNORED_FIELDS:
@@ -462,6 +466,8 @@ def parse_query(
         include_pv_visits=include_pv_visits,
         include_moves_ownership=include_moves_ownership,
         include_no_result_value=include_no_result_value,
+        include_ownership_stdev=include_ownership_stdev,
+        include_moves_ownership_stdev=include_moves_ownership_stdev,
         pv_length=pv_length,
         report_as=report_as,
         avoid=avoid,

@@ -141,6 +141,7 @@ class AnalyzeOptions:
         self.ownership = False
         self.root_info = False
         self.pv_visits = False
+        self.ownership_stdev = False
         self.min_moves = 0
         self.max_moves = 1_000_000
         self.avoid: np.ndarray | None = None  # [2, A] plies, as gojax.search.search's
@@ -184,6 +185,8 @@ class AnalyzeOptions:
                     opts.root_info = value == "true"
                 elif key == "pvVisits":
                     opts.pv_visits = value == "true"
+                elif key == "ownershipStdev":
+                    opts.ownership_stdev = value == "true"
             elif key == "minmoves":
                 opts.min_moves = _int(value, 0)
             elif key == "maxmoves":
@@ -241,6 +244,10 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
         )
     if kata and opts.ownership:
         parts.append("ownership " + " ".join(_fmt(float(x)) for x in analysis.ownership))
+    if kata and opts.ownership_stdev:
+        spread = analysis.ownership_stdev
+        spread = np.zeros_like(analysis.ownership) if spread is None else spread
+        parts.append("ownershipStdev " + " ".join(_fmt(float(x)) for x in spread))
     return " ".join(parts)
 
 

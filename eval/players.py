@@ -131,6 +131,9 @@ class Analysis:
     score_lead: float  # root score lead in points
     score_stdev: float  # predicted spread of the final score in points
     ownership: np.ndarray  # [P] float in [-1, 1], +1 = owned by the mover
+    # [P] its standard deviation over the search's evaluations (KataGo's ownershipStdev;
+    # 0 for one evaluation); None where the search did not keep its nodes' ownership
+    ownership_stdev: np.ndarray | None = None
 
     @property
     def best(self) -> MoveInfo:
@@ -271,6 +274,7 @@ def _policy_analysis(
         score_lead=score_lead,
         score_stdev=score_stdev,
         ownership=ownership,
+        ownership_stdev=np.zeros_like(ownership),
     )
 
 
@@ -907,6 +911,7 @@ def search_analysis(
         score_lead=_finite(float(host.root_score[index])),
         score_stdev=_finite(float(out["score_stdev"][0])),
         ownership=(root_ownership * mover).astype(np.float32),
+        ownership_stdev=host.ownership_stdev[index] if tracked else None,
     )
 
 

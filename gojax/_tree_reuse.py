@@ -159,12 +159,15 @@ def principal_variation(
     return line[:max_length]
 
 
-def subtree_ownership(tree: Tree, batch_index: int, actions: list[int]) -> np.ndarray:
+def subtree_ownership(
+    tree: Tree, batch_index: int, actions: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """``[K, P]`` the mean ownership below each root move of ``actions`` in game
     ``batch_index`` (Black's view), as KataGo averages a move's subtree: the evaluations
-    of the child and every node under it, each weighted by the visits that ended there.
-    NaN rows for moves never searched. Runs on the host (NumPy); needs a tree that kept
-    its nodes' ownership (``Tree.raw_ownership``).
+    of the child and every node under it, each weighted by the visits that ended there;
+    and ``[K, P]`` its standard deviation over them. NaN rows for moves never searched.
+    Runs on the host (NumPy); needs a tree that kept its nodes' ownership
+    (``Tree.raw_ownership``).
     """
     parents = np.asarray(tree.parents[batch_index])  # [N]
     moves = np.asarray(tree.action_from_parent[batch_index])
@@ -178,14 +181,16 @@ def subtree_ownership(tree: Tree, batch_index: int, actions: list[int]) -> np.nd
     for _ in range(max(1, (len(parents) - 1).bit_length())):
         up = up[up]
     below = np.where(up != Tree.ROOT_INDEX, moves[up], Tree.NO_PARENT)  # [N] root move above
-    rows = []
-    for action in actions:
+    means = np.full((len(actions), ownership.shape[1]), np.nan)
+    stdevs = means.copy()
+    for k, action in enumerate(actions):
         weight = np.where(below == action, own, 0.0)
         total = weight.sum()
-        rows.append(
-            weight @ ownership / total if total > 0 else np.full(ownership.shape[1], np.nan)
-        )
-    return np.asarray(rows, np.float32).reshape(len(actions), ownership.shape[1])
+        if total > 0:
+            means[k] = weight @ ownership / total
+            variance = weight @ ownership**2 / total - means[k] ** 2
+            stdevs[k] = np.sqrt(np.maximum(variance, 0.0))
+    return means.astype(np.float32), stdevs.astype(np.float32)
 
 
 def _reroot(tree: Tree, action: jax.Array) -> Tree:

@@ -120,6 +120,7 @@ __all__ = [
     "search",
     "subtree_ownership",
     "tree_ownership",
+    "tree_ownership_stdev",
     "uniform_evaluator",
 ]
 
@@ -294,6 +295,8 @@ class SearchOutput:
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
     ownership: jax.Array  # [B, P] float32: the mean ownership of the tree's evaluations,
     #   Black's view (tree_ownership); [B, 0] unless the evaluator gives ownership
+    ownership_stdev: jax.Array  # [B, P] float32: its standard deviation over those
+    #   evaluations (tree_ownership_stdev); [B, 0] likewise
     tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
     #   are the GoStates of the nodes
 
@@ -777,6 +780,16 @@ def tree_ownership(tree: Tree) -> jax.Array:
     own = _own_visits(tree).astype(jnp.float32)
     total = jnp.einsum("bn,bnp->bp", own, tree.raw_ownership)
     return total / jnp.maximum(tree.node_visits[:, Tree.ROOT_INDEX], 1)[:, None]
+
+
+def tree_ownership_stdev(tree: Tree) -> jax.Array:
+    """``[B, P]`` the standard deviation of the ownership over the same visits as
+    :func:`tree_ownership` (KataGo's ``ownershipStdev``); ``[B, 0]`` untracked."""
+    own = _own_visits(tree).astype(jnp.float32)
+    visits = jnp.maximum(tree.node_visits[:, Tree.ROOT_INDEX], 1)[:, None]
+    mean = jnp.einsum("bn,bnp->bp", own, tree.raw_ownership) / visits
+    square = jnp.einsum("bn,bnp->bp", own, tree.raw_ownership**2) / visits
+    return jnp.sqrt(jnp.maximum(square - mean**2, 0.0))
 
 
 def _rescored(tree: Tree, utility: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]) -> Tree:
@@ -1294,5 +1307,6 @@ def search(
         q_stdev=stats.q_stdev,
         simulations=simulations,
         ownership=tree_ownership(tree),
+        ownership_stdev=tree_ownership_stdev(tree),
         tree=tree,
     )

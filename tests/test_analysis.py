@@ -616,12 +616,21 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
     config = SearchConfig(num_simulations=7, dirichlet_fraction=0.0, temperature_moves=0)
     out = search(evaluator, state, jax.random.key(0), config)
     np.testing.assert_allclose(reply["ownership"], out.ownership[0], atol=1e-5)
+    (spread,) = session([json.dumps(line | {"includeOwnershipStdev": True})])
+    np.testing.assert_allclose(spread["ownershipStdev"], out.ownership_stdev[0], atol=1e-5)
+    assert max(spread["ownershipStdev"]) > 0.05 and "warning" not in spread
+    (one,) = session([json.dumps(line | {"maxVisits": 1, "includeOwnershipStdev": True})])
+    assert one["ownershipStdev"] == [0.0] * 81  # one evaluation has no spread
     assert not np.allclose(reply["ownership"], raw["ownership"], atol=1e-3)  # premise
     assert reply["moveInfos"][0]["move"] == action_to_gtp(int(out.action[0]), 9)
     # includeMovesOwnership: each move's subtree mean, so that the root's mean is its own
     # evaluation's share plus each move's visits times its mean.
-    (moves_reply,) = session([json.dumps(line | {"includeMovesOwnership": True})])
+    extra = {"includeMovesOwnership": True, "includeMovesOwnershipStdev": True}
+    (moves_reply,) = session([json.dumps(line | extra)])
     infos = moves_reply["moveInfos"]
+    for m in infos:  # a move searched once has one evaluation: no spread
+        assert len(m["ownershipStdev"]) == 81 and min(m["ownershipStdev"]) >= 0
+        assert (max(m["ownershipStdev"]) > 0) == (m["visits"] > 1)
     total = np.asarray(raw["ownership"]) + sum(
         m["visits"] * np.asarray(m["ownership"]) for m in infos
     )

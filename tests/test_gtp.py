@@ -1007,11 +1007,14 @@ def test_search_player_plays_and_reuses_its_tree():
     player = SearchPlayer(model, visits=16)
     engine = Engine(player, size=9, komi=7.0, rules="chinese")
     server = GTPServer(engine, io.StringIO())
-    reply = ask(server, "kata-genmove_analyze b 1 pvVisits true ownership true")
-    info = reply.split("\n")[1]
-    entries = re.split(r" (?=info |ownership )", info)
-    assert entries[-1].startswith("ownership ") and len(entries[-1].split()) == 1 + 81
-    entries = entries[:-1]
+    command = "kata-genmove_analyze b 1 pvVisits true ownership true ownershipStdev true"
+    info = ask(server, command).split("\n")[1]
+    entries = re.split(r" (?=info |ownership |ownershipStdev )", info)
+    assert entries[-2].startswith("ownership ") and len(entries[-2].split()) == 1 + 81
+    spread = [float(x) for x in entries[-1].split()[1:]]
+    assert entries[-1].startswith("ownershipStdev ") and len(spread) == 81
+    assert min(spread) >= 0 and max(spread) > 0  # 16 evaluations disagree somewhere
+    entries = entries[:-2]
     visits = [int(re.search(r" visits (\d+)", e).group(1)) for e in entries]
     assert sum(visits) == 16 and visits[0] == max(visits)
     pv = entries[0].split(" pv ")[1].split(" pvVisits ")[0].split()

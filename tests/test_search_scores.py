@@ -227,6 +227,12 @@ def test_root_ownership_is_the_mean_over_the_tree_as_katago_averages_it():
     for game in range(2):
         expected = _expected_tree_ownership(out.tree, game)
         np.testing.assert_allclose(out.ownership[game], expected, atol=1e-6)
+        t = jax.tree.map(lambda x, g=game: np.asarray(x[g]), out.tree)
+        own = t.node_visits - t.children_visits.sum(-1)
+        square = (own[:, None] * t.embeddings.board**2).sum(0) / own.sum()
+        np.testing.assert_allclose(
+            out.ownership_stdev[game], np.sqrt(np.maximum(square - expected**2, 0)), atol=1e-5
+        )
     np.testing.assert_array_equal(out.tree.raw_ownership, out.tree.embeddings.board)
     # Tracking changes nothing else: the same search without ownership.
     plain = searcher(lambda s, k: owning_evaluator(s, k)[:5], config)(states, jax.random.key(5))
