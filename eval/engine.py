@@ -708,9 +708,13 @@ class Engine:
         if as_it_stands or not self.player.has_ownership or not np.any(board):
             return np.zeros(board.shape, bool)
         if ownership is None:
-            state = _live(self.state)
-            ownership = self.player.evaluate(state).ownership * int(state.to_play)  # Black's
+            ownership = self.evaluate().ownership * self.to_play  # Black's view
         return dead_chains(board, np.asarray(self.state.chain), ownership)
+
+    def evaluate(self) -> Analysis:
+        """The player's own evaluation of the position (no search), from the view of the
+        player to move; a finished game is evaluated as if it went on."""
+        return self.player.evaluate(_live(self.state))
 
     def final_score(self) -> str:
         """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0``, dead stones removed."""

@@ -739,10 +739,7 @@ class GTPServer:
 
     def _evaluation(self) -> tuple[Analysis, int]:
         """The player's evaluation of the position to play, and who is to play."""
-        from eval.players import _live
-
-        colour = self.engine.to_play
-        return self.engine.player.evaluate(_live(self.engine.state)), colour
+        return self.engine.evaluate(), self.engine.to_play
 
     def cmd_gojax_ownership(self, args, _id):
         _args(args, 0)
