@@ -26,6 +26,7 @@ from train.loop import (
     selfplay_config,
     train,
 )
+from train.provenance import read_provenance
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -112,6 +113,10 @@ def test_resume_equals_uninterrupted_run(tmp_path):
     # checkpoint holds the state, replay and counters exactly, and the same
     # compiled programs run on the same device.
     assert first["losses"] + second["losses"] == straight["losses"]
+    # Each start is recorded with the step it started from and what made it.
+    starts = read_provenance(tmp_path / "resumed")
+    assert [s["step"] for s in starts] == [0, 4]
+    assert starts[0]["libraries"]["jax"] == jax.__version__
 
     # Another recipe is refused, naming the keys (a different net too: its
     # parameters would not restore, and must not read as a damaged checkpoint).
@@ -136,6 +141,10 @@ def test_gating_records_its_games_and_resumes_exactly(tmp_path):
     straight = train(config, tmp_path / "straight")
     # The best network (and so self-play) is restored with the checkpoint.
     assert first["losses"] + second["losses"] == straight["losses"]
+    # Each start is recorded with the step it started from and what made it.
+    starts = read_provenance(tmp_path / "resumed")
+    assert [s["step"] for s in starts] == [0, 4]
+    assert starts[0]["libraries"]["jax"] == jax.__version__
     records = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").open()]
     gated = [r for r in records if "gating.win_rate" in r]
     assert len(gated) == 2  # after iterations 1 and 2, whose 3 updates were done

@@ -55,6 +55,7 @@ from train.learner import (
     make_train_step,
     shard_batch,
 )
+from train.provenance import record_start
 from train.replay import ReplayBuffer
 from train.selfplay import (
     PER_GAME_FIELDS,
@@ -759,7 +760,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     if gating and best is None:
         best = _host_variables(state)  # the first network is the first best
     if chief:
-        (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+        record_start(workdir, config_json, resumed_from or 0)
 
     def save(force: bool) -> None:
         step = int(jax.device_get(state.step))

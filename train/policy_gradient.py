@@ -68,6 +68,7 @@ from train.loop import (
     learner_config,
     learner_group,
 )
+from train.provenance import record_start
 from train.steps import fresh_state, open_checkpoints, run_steps
 
 __all__ = ["check_config", "default_pg_config", "make_play", "make_update", "train_pg"]
@@ -372,7 +373,7 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         pool = [pool_arrays[str(i)] for i in range(len(pool_arrays))]
         initial = {"params": pool[0], "batch_stats": jax.device_get(state.batch_stats)}
         resumed_from = restored.step
-    (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+    record_start(workdir, config_json, resumed_from or 0)
     # The update leaves BN statistics as the start had them: every pool member shares them.
     batch_stats = initial["batch_stats"]
 

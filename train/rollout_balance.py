@@ -60,6 +60,7 @@ from gojax.rollout_policy import RolloutWeights
 from gojax.rollout_policy import logits as policy_logits
 from gojax.uct import random_rollout, rollout_moves
 from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
+from train.provenance import record_start
 from train.rollout_policy import _NoAsyncSaves, _restore_checkpoint, checkpoint_saver
 from train.steps import run_steps
 
@@ -374,7 +375,7 @@ def balance_rollout(
     targets_all = jnp.asarray(training["targets"])  # once, not at every step
     tables = tuple(train.tables)
     workdir.mkdir(parents=True, exist_ok=True)
-    write_atomic(workdir / "config.json", json.dumps(config_json, indent=2))
+    record_start(workdir, config_json, step)
     metrics = _Metrics(workdir, True, panels=PANELS)
     eval_key = jax.random.key(config.seed + 1)  # the same games each time: comparable numbers
 

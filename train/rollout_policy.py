@@ -47,6 +47,7 @@ from gojax._atomic import write_atomic
 from gojax.rollout_policy import RolloutWeights, logits_from_features
 from gojax.uct import rollout_moves
 from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
+from train.provenance import record_start
 from train.steps import run_steps
 from train.supervised import SGFStream, sgf_files
 
@@ -333,7 +334,7 @@ def train_rollout(config: ml_collections.ConfigDict, workdir: str | os.PathLike)
     probe["moves"] = np.asarray(probe_index.size)  # coverage is not meaningful here
 
     workdir.mkdir(parents=True, exist_ok=True)
-    write_atomic(workdir / "config.json", json.dumps(config_json, indent=2))
+    record_start(workdir, config_json, step)
     metrics = _Metrics(workdir, True, panels=PANELS)
     update = _make_step(train)
     # "held", "seen": the last evaluation's numbers (run_steps always evaluates the last step).

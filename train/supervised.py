@@ -70,6 +70,7 @@ from train.loop import (
     learner_group,
     replay_encoder,
 )
+from train.provenance import record_start
 
 __all__ = ["default_sl_config", "game_examples", "sgf_files", "SGFStream", "train_sl"]
 
@@ -449,7 +450,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
         stream.load_state_dict(extra["stream"])
         games_read, pending = int(extra["games_read"]), int(extra["pending"])
         resumed_from = restored.step
-    (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+    record_start(workdir, config_json, resumed_from or 0)
 
     def save(force: bool) -> None:
         step = int(jax.device_get(state.step))

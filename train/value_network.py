@@ -79,6 +79,7 @@ from train.loop import (
     learner_group,
 )
 from train.policy_gradient import allowed_moves
+from train.provenance import record_start
 from train.steps import fresh_state, open_checkpoints, run_steps
 
 __all__ = [
@@ -617,7 +618,7 @@ def train_value(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -
         resumed_from = None
     else:
         state, resumed_from = restored.state, restored.step
-    (workdir / "config.json").write_text(json.dumps(config_json, indent=2) + "\n")
+    record_start(workdir, config_json, resumed_from or 0)
 
     update = make_value_update(spec, lconfig)
     start_values = predict_values(spec, jax.device_put(init), holdout["planes"])
