@@ -16,7 +16,11 @@ visits (PUCT search), symmetry random as in KataGo. Two ways to ask:
   only its new move) and without it (each replays the whole game).
 
 The first two ways ask for unrelated positions, with the replay cache off
-(each query replays its game from the start).
+(each query replays its game from the start). A last table (``--no-ownership``
+leaves it out) times the batched queries again asking for KataGo's searched
+ownership (``includeOwnership``, the mean over the tree, which makes the search
+carry a map per node) and for everything (its stdev and every move's), against
+the same queries asking for none.
 
 Both are timed after compilation (a first run of the same shapes); positions
 are counted per second of wall time, host work (parsing, replies as JSON)
@@ -54,9 +58,12 @@ REFERENCE = Path(
 MODEL = REFERENCE / "katago" / "g170-b6c96-s175395328-d26788732.bin.gz"
 
 
-def query_lines(size: int, count: int, visits: int, seed: int) -> list[str]:
+def query_lines(
+    size: int, count: int, visits: int, seed: int, extra: dict | None = None
+) -> list[str]:
     """``count`` queries: positions cut at a random move from the reference games (KataGo
-    self-play, ``sgf/katago-9x9`` or ``katago-19x19``), one position each."""
+    self-play, ``sgf/katago-9x9`` or ``katago-19x19``), one position each, with the
+    fields of ``extra`` added to each."""
     folder = REFERENCE / "sgf" / f"katago-{size}x{size}"
     records = [sgf.load(path) for path in sorted(folder.glob("*.sgf"))]
     if not records:
@@ -78,6 +85,7 @@ def query_lines(size: int, count: int, visits: int, seed: int) -> list[str]:
                     "boardYSize": size,
                     "maxVisits": visits,
                 }
+                | (extra or {})
             )
         )
     return lines
@@ -140,6 +148,53 @@ def stepping_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
     return (time.perf_counter() - start) / len(lines)
 
 
+# What a query asks for ownership, from the lightest to the heaviest: KataGo's searched
+# ownership is a mean over the tree, so asking for it makes the search carry a [P] map per
+# node, and asking for each move's makes the nodes' maps go to the host.
+OWNERSHIP_ASKS = {
+    "none": {},
+    "includeOwnership": {"includeOwnership": True},
+    "+Stdev, moves": {
+        "includeOwnership": True,
+        "includeOwnershipStdev": True,
+        "includeMovesOwnership": True,
+        "includeMovesOwnershipStdev": True,
+    },
+}
+
+
+def ownership_rows(engine: AnalysisEngine, args: argparse.Namespace) -> list[dict]:
+    """Batched positions/s of the same queries asking for no ownership, for the tree's
+    ownership, and for everything (stdevs, every move's): the cost of the tree mean."""
+    print()
+    print(f"ownership asked for, batched ({args.queries} positions, batch {engine.batch_size})")
+    names = list(OWNERSHIP_ASKS)
+    header = f"{'visits':>6}  " + "  ".join(f"{n:>16}" for n in names) + f"  {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    out = []
+    for visits in args.visits:
+        rates = {
+            name: args.queries
+            / batched_seconds(engine, query_lines(args.size, args.queries, visits, visits, ask))
+            for name, ask in OWNERSHIP_ASKS.items()
+        }
+        ratio = rates[names[-1]] / rates["none"]
+        out.append(
+            {
+                "size": args.size,
+                "visits": visits,
+                "batch_size": engine.batch_size,
+                "queries": args.queries,
+                "positions_per_second": {n: round(r, 2) for n, r in rates.items()},
+                "ratio": round(ratio, 2),
+            }
+        )
+        cells = "  ".join(f"{rates[n]:>16.1f}" for n in names)
+        print(f"{visits:>6}  {cells}  {ratio:>5.2f}x", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=1000)
@@ -149,6 +204,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, nargs="+", default=[256], help="one row each")
     parser.add_argument("--symmetry", default="random", help="0..7, random or average")
     parser.add_argument("--model", default=str(MODEL))
+    parser.add_argument(
+        "--ownership",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time queries asking for ownership (batched, the largest batch size)",
+    )
     parser.add_argument("--json", help="also write the JSON summary to this file")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
     args = parser.parse_args()
@@ -218,8 +279,15 @@ def main() -> None:
             }
         )
         print(f"{visits:>6}  {rates[1024]:>20.1f}  {rates[0]:>9.1f}  {ratio:>5.2f}x", flush=True)
+    ownership = ownership_rows(engines[args.batch_size[-1]], args) if args.ownership else []
     line = json.dumps(
-        {"device": device, "symmetry": symmetry, "rows": rows, "move_by_move": stepping}
+        {
+            "device": device,
+            "symmetry": symmetry,
+            "rows": rows,
+            "move_by_move": stepping,
+            "ownership": ownership,
+        }
     )
     if args.json:
         write_atomic(args.json, line + "\n")
