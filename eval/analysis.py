@@ -34,9 +34,10 @@ import math
 import os
 import select
 import sys
+import time
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TextIO
 
 import jax
@@ -249,10 +250,14 @@ class _Ends(NamedTuple):
 
 
 def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
-    """Jitted ``search(variables, states, key, config, avoid)`` with a host-sized tree, and
+    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree)``, the
+    output's tree cut to what the host reads, and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
     (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
-    ``(root, below)`` policy optimism; ``evaluate`` uses the root's."""
+    ``(root, below)`` policy optimism; ``evaluate`` uses the root's.
+
+    A search given ``stop_at`` (root visits, ``[B]``) stops there and also returns its
+    whole tree, which stays on the device: the ``tree`` to resume it from."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, search
 
@@ -260,7 +265,17 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     net, root_net = optimism_modules(model, optimism)
 
     @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes"))
-    def run_search(variables, states, key, config, avoid, ownership=False, keep_nodes=False):
+    def run_search(
+        variables,
+        states,
+        key,
+        config,
+        avoid,
+        ownership=False,
+        keep_nodes=False,
+        tree=None,
+        stop_at=None,
+    ):
         def leaf_evaluator(module):
             return katago_evaluator(
                 (module, variables, version), symmetry=symmetry, ownership=ownership
@@ -268,7 +283,15 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
 
         root_evaluator = None if root_net is None else leaf_evaluator(root_net)
         result = search(
-            leaf_evaluator(net), states, key, config, avoid=avoid, root_evaluator=root_evaluator
+            leaf_evaluator(net),
+            states,
+            key,
+            config,
+            avoid=avoid,
+            root_evaluator=root_evaluator,
+            tree=tree,
+            stop_at=stop_at,
+            resume=tree is not None,
         )
         # Only the root's prior and the statistics a PV needs go to the host, not the states
         # nor, unless the moves' means are wanted (``keep_nodes``), the nodes' ownership
@@ -279,7 +302,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             children_prior_logits=result.tree.children_prior_logits[:, :1],
             raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
         )
-        return result.replace(tree=tree)
+        return result.replace(tree=tree), (None if stop_at is None else result.tree)
 
     @jax.jit
     def run_evaluate(variables, states, actions, key):
@@ -299,6 +322,51 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         return {k: v.reshape((batch, 1 + listed) + v.shape[1:]) for k, v in out.items()}
 
     return run_search, run_evaluate
+
+
+# A search that reports as it goes runs in parts that each add at least this fraction of
+# its visits: at most about this many reports, whatever the interval asked.
+_MOST_PARTS = 100
+
+
+def _search_in_parts(
+    search: Callable[..., tuple[Any, Any]],
+    key: jax.Array,
+    visits: int,
+    schedule: list[tuple[float, float]],
+    report: Callable[[Any, np.ndarray], None],
+) -> Any:
+    """Run ``search(key, tree=..., stop_at=...)`` to ``visits`` root visits in parts, as
+    KataGo reports during a search: position ``i`` is reported (``report(output, rows)``)
+    ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
+    seconds. Each part is sized from the last one's speed to end when the next report is
+    due; the parts resume one search (``gojax.search.search``'s ``resume``), so the last
+    output is the one search's. Returns it."""
+    due = np.array([first for first, _ in schedule], np.float64)
+    every = np.array([gap for _, gap in schedule], np.float64)
+    least = max(1, visits // _MOST_PARTS)
+    start = time.monotonic()
+    done, tree, rate, part = 1, None, None, 0
+    while True:
+        wait = float(due.min()) - (time.monotonic() - start)
+        if rate is None or not math.isfinite(wait):  # a first part measures the speed
+            target = done + least if math.isfinite(wait) else visits
+        else:
+            target = done + int(rate * max(wait, 0.0))
+        target = min(visits, max(done + least, target))
+        began = time.monotonic()
+        output, tree = search(jax.random.fold_in(key, part), tree=tree, stop_at=jnp.int32(target))
+        part += 1
+        if target >= visits:
+            return output
+        jax.block_until_ready(tree)
+        rate = (target - done) / max(time.monotonic() - began, 1e-6)
+        done = target
+        now = time.monotonic() - start
+        rows = np.flatnonzero(due <= now)
+        if rows.size:
+            report(output, rows)
+            due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
 
 
 # ----------------------------------------------------------------------------
@@ -345,6 +413,19 @@ def _wants_ownership(query: Query) -> bool:
 def _wants_moves_ownership(query: Query) -> bool:
     """Whether it must also send them to the host, for each listed move's subtree."""
     return query.include_moves_ownership or query.include_moves_ownership_stdev
+
+
+def _report_during_search(
+    report: Callable[[int, dict], None],
+    queries: list[Query],
+    part: list[tuple[int, int, int]],
+    row: int,
+    result: _Result,
+) -> None:
+    """Hand ``report`` the reply of row ``row`` of a searched ``part`` ((query index,
+    turn, position) triples) as it stands during the search."""
+    i, turn, _ = part[row]
+    report(i, _reply(queries[i], turn, result) | {"isDuringSearch": True})
 
 
 def _reply(query: Query, turn: int, result: _Result) -> dict:
@@ -521,11 +602,18 @@ class AnalysisEngine:
 
     # -- one batch of lines ----------------------------------------------------
 
-    def handle(self, lines: Iterable[str]) -> list[dict]:
+    def handle(
+        self, lines: Iterable[str], emit: Callable[[dict], None] | None = None
+    ) -> list[dict]:
         """Replies to a batch of query lines, in the order of the lines.
 
         Errors and warnings about a line come first, then its query's results
         by turn. All queries of the batch are analysed together.
+
+        Reports during a search (``reportDuringSearchEvery``) come before their
+        query's results, or, with ``emit``, go to ``emit`` as they are made (a
+        stream): then every reply to the lines themselves (errors, warnings,
+        actions) is emitted first, and only the results are returned.
         """
         entries: list[tuple[list[dict], int | None]] = []  # replies, index into pending
         pending: list[Query] = []
@@ -545,8 +633,21 @@ class AnalysisEngine:
             for i, q in enumerate(pending)
         ]
         live = [(i, q) for i, q in live if q.turns]
+        streaming = emit is not None and any(q.reports for _, q in live)
+        if streaming:
+            for replies, _ in entries:
+                for reply in replies:
+                    emit(reply)
+        during: dict[int, list[dict]] = defaultdict(list)  # pending index -> reports
+
+        def report(k: int, reply: dict) -> None:
+            if streaming:
+                emit(reply)
+            else:
+                during[live[k][0]].append(reply)
+
         try:
-            results = self.analyse([q for _, q in live])
+            results = self.analyse([q for _, q in live], report)
         except Exception as err:  # a failure of the device must not end the stream
             traceback.print_exc(file=sys.stderr)
             message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
@@ -554,9 +655,11 @@ class AnalysisEngine:
         analysed = dict(zip([i for i, _ in live], results, strict=True))
         out = []
         for replies, index in entries:
-            out.extend(replies)
+            if not streaming:
+                out.extend(replies)
             if index is None:
                 continue
+            out.extend(during.pop(index, []))
             query, results = pending[index], analysed.get(index, [])
             if any("error" in r for r in results):
                 out.extend(results)
@@ -645,9 +748,13 @@ class AnalysisEngine:
 
     # -- analysis ----------------------------------------------------------------
 
-    def analyse(self, queries: list[Query]) -> list[list[dict]]:
+    def analyse(
+        self, queries: list[Query], report: Callable[[int, dict], None] | None = None
+    ) -> list[list[dict]]:
         """Analyse every requested turn of ``queries``; per query its replies by turn,
-        or one error reply (an illegal move, a setup without liberties).
+        or one error reply (an illegal move, a setup without liberties). Queries that
+        ask for reports during the search (``Query.reports``) get them through
+        ``report(query index, reply)`` (``isDuringSearch`` true), if given.
 
         Queries of one board size, rule set and move cap are replayed together
         (``batch_size`` at a time); the positions of each replay with the same
@@ -681,6 +788,10 @@ class AnalysisEngine:
                             moves_ownership=any(
                                 _wants_moves_ownership(queries[i]) for i, _, _ in part
                             ),
+                            reports=[queries[i].reports for i, _, _ in part],
+                            on_report=None
+                            if report is None
+                            else functools.partial(_report_during_search, report, queries, part),
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
@@ -779,11 +890,16 @@ class AnalysisEngine:
         avoids: list[np.ndarray | None],
         ownership: bool = False,
         moves_ownership: bool = False,
+        reports: list[tuple[float, float] | None] | None = None,
+        on_report: Callable[[int, _Result], None] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
         ``ownership`` the search keeps every node's ownership for the root's tree mean,
-        with ``moves_ownership`` for each listed move's subtree mean too."""
+        with ``moves_ownership`` for each listed move's subtree mean too.
+
+        ``reports`` (per position, ``Query.reports``) asks for results during the search:
+        ``on_report(i, result)`` gets position ``i``'s as it stands when one is due."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -806,28 +922,60 @@ class AnalysisEngine:
             temperature_moves=0,
             **self._utility_settings,
         )
-        searched = self._search(
+        search = functools.partial(
+            self._search,
             self.model.variables,
             roots,
-            key_search,
-            config,
-            jnp.asarray(avoid),
-            ownership or moves_ownership,
-            moves_ownership,
+            config=config,
+            avoid=jnp.asarray(avoid),
+            ownership=ownership or moves_ownership,
+            keep_nodes=moves_ownership,
         )
+
+        def results(searched: Any, rows: Iterable[int]) -> list[_Result]:
+            return self._searched_results(
+                searched, roots, movers, rows, visits, pv_lengths, moves_ownership, key_eval
+            )
+
+        reports = reports or []
+        if on_report is None or not any(reports):
+            searched, _ = search(key_search)
+        else:
+
+            def report(searched: Any, rows: np.ndarray) -> None:
+                for i, result in zip(rows, results(searched, rows), strict=True):
+                    on_report(int(i), result)
+
+            due = [(r if r else (math.inf, math.inf)) for r in reports]
+            searched = _search_in_parts(search, key_search, visits, due, report)
+        return results(searched, range(n))
+
+    def _searched_results(
+        self,
+        searched: Any,
+        roots: GoState,
+        movers: list[int],
+        rows: Iterable[int],
+        visits: int,
+        pv_lengths: list[int],
+        moves_ownership: bool,
+        key: jax.Array,
+    ) -> list[_Result]:
+        """The host's results for positions ``rows`` of a search output (on the device):
+        its listed moves, each with the network's outputs after it."""
         host = jax.device_get(searched)
         listed_count = min(self.moves_listed, visits - 1)
-        listed = [listed_actions(host, i, listed_count) for i in range(n)]
+        listed = {i: listed_actions(host, i, listed_count) for i in rows}
         # Positions after the listed moves, for their scores (pass pads short lists).
-        children = np.full((batch, listed_count), roots.num_actions - 1, np.int32)
-        for i, moves in enumerate(listed):
+        children = np.full((roots.to_play.shape[0], listed_count), roots.num_actions - 1, np.int32)
+        for i, moves in listed.items():
             children[i, : len(moves)] = moves
-        out = self._evaluate(self.model.variables, roots, jnp.asarray(children), key_eval)
+        out = self._evaluate(self.model.variables, roots, jnp.asarray(children), key)
         out = jax.device_get(out)
         results = []
-        for i, mover in enumerate(movers):
+        for i, moves in listed.items():
             row = {k: v[i] for k, v in out.items()}
-            analysis = search_analysis(host, i, listed[i], row, mover, pv_length=pv_lengths[i] + 1)
+            analysis = search_analysis(host, i, moves, row, movers[i], pv_length=pv_lengths[i] + 1)
             means = stdevs = None
             if moves_ownership:
                 actions = [m.action for m in analysis.moves]
@@ -836,7 +984,7 @@ class AnalysisEngine:
                 _Result(
                     analysis,
                     row,
-                    mover,
+                    movers[i],
                     searched=True,
                     moves_ownership=means,
                     moves_ownership_stdev=stdevs,
@@ -873,12 +1021,20 @@ class AnalysisEngine:
     def serve(self, stdin: TextIO, stdout: TextIO) -> None:
         """Answer queries until stdin ends: each batch is every line already waiting."""
         reader = _LineReader(stdin)
+
+        def write(reply: dict) -> None:
+            stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+
+        def emit(reply: dict) -> None:  # a reply during a search: seen at once
+            write(reply)
+            stdout.flush()
+
         while True:
             lines = reader.batch(self.batch_size)
             if lines is None:
                 return
-            for reply in self.handle(lines):
-                stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+            for reply in self.handle(lines, emit):
+                write(reply)
             stdout.flush()
 
 

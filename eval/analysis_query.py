@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -72,13 +73,13 @@ _FIELDS = {
     "includeNoResultValue",
     "includeOwnershipStdev",
     "includeMovesOwnershipStdev",
+    "reportDuringSearchEvery",
+    "firstReportDuringSearchAfter",
 }
 # KataGo fields that are accepted but have no effect here (a warning says so when set).
 _IGNORED_FIELDS = {
     "rootPolicyTemperature",
     "rootFpuReductionMax",
-    "reportDuringSearchEvery",
-    "firstReportDuringSearchAfter",
 }
 _SETTINGS = {"maxVisits", "analysisPVLen", "reportAnalysisWinratesAs"}  # in overrideSettings
 
@@ -119,6 +120,10 @@ class Query:
     # for Black (0) and White (1) to move, the ply below the root until which each move is
     # kept out of the search; 0 never.
     avoid: np.ndarray | None = None
+    # (first, every): seconds after the search starts of the first report during it and
+    # between later ones (reportDuringSearchEvery, firstReportDuringSearchAfter; every is
+    # inf when only the first is asked for), or None: no report before the final one.
+    reports: tuple[float, float] | None = None
 
     @property
     def max_moves(self) -> int:
@@ -149,6 +154,25 @@ def _komi(value: Any, field: str) -> float:
     if not (abs(value) <= MAX_KOMI and float(2 * value).is_integer()):
         raise QueryError(field, message)
     return float(value)
+
+
+def _seconds(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(field, "Must be number of seconds from 0.001 to 1000000.0")
+    if not (math.isfinite(value) and 0.001 <= value <= 1e6):
+        raise QueryError(field, "Must be number of seconds from 0.001 to 1000000.0")
+    return float(value)
+
+
+def _reports(request: dict) -> tuple[float, float] | None:
+    """``(first, every)`` of the reports during the search, as KataGo reads them: the
+    first after ``every`` unless ``firstReportDuringSearchAfter`` says otherwise."""
+    every = first = math.inf
+    if "reportDuringSearchEvery" in request:
+        every = first = _seconds(request["reportDuringSearchEvery"], "reportDuringSearchEvery")
+    if "firstReportDuringSearchAfter" in request:
+        first = _seconds(request["firstReportDuringSearchAfter"], "firstReportDuringSearchAfter")
+    return None if math.isinf(first) else (first, every)
 
 
 def _boolean(request: dict, field: str) -> bool:
@@ -445,6 +469,7 @@ def parse_query(
     include_ownership_stdev = _boolean(request, "includeOwnershipStdev")
     include_moves_ownership_stdev = _boolean(request, "includeMovesOwnershipStdev")
     avoid = _avoid(request, size)
+    reports = _reports(request)
     for field in sorted(set(request) - _FIELDS):
         if field not in _IGNORED_FIELDS:
             warnings.append((field, "Unexpected or unused field, do you have a typo?"))
@@ -471,5 +496,6 @@ def parse_query(
         pv_length=pv_length,
         report_as=report_as,
         avoid=avoid,
+        reports=reports,
     )
     return query, warnings

@@ -849,14 +849,17 @@ def _run_simulations(
     key,
     evaluator,
     rules: _Rules,
-    target_visits: int,
+    target_visits: jax.Array | int,
     max_depth: int,
     moves,
     utility: ScoreUtility | None = None,
 ):
-    """Simulate until every root has ``target_visits`` visits; returns the tree and counts [B]."""
+    """Simulate until every root has ``target_visits`` (an int or ``[B]``) visits; returns
+    the tree and the simulations run, ``[B]``."""
     batch = tree.node_visits.shape[0]
     rows = jnp.arange(batch)
+
+    target_visits = jnp.broadcast_to(jnp.asarray(target_visits, jnp.int32), (batch,))
 
     def cond(carry):
         _, tree, _, _ = carry
@@ -1073,6 +1076,8 @@ def search(
     tree: Tree | None = None,
     avoid: jax.Array | None = None,
     root_evaluator: Evaluator | None = None,
+    stop_at: jax.Array | int | None = None,
+    resume: bool = False,
 ) -> SearchOutput:
     """Search ``[B]`` positions; jittable with ``evaluator`` and ``config`` static.
 
@@ -1098,12 +1103,25 @@ def search(
         that KataGo applies at the root alone (``rootPolicyOptimism``): a fresh root
         is evaluated by it, and a kept root's prior (evaluated as a child, by
         ``evaluator``) is replaced by its prior, its statistics kept. None: ``evaluator``.
+      stop_at: optional root visits (an int, or ``[B]`` int32, traced) at which this
+        call stops simulating, at most ``num_simulations + 1`` (the default): a search
+        stopped early, to be continued with ``resume``. Every ``stop_at`` runs the
+        same compiled program.
+      resume: ``tree`` is this same search's (same ``states``, ``config``, ``avoid``
+        and evaluators), stopped by ``stop_at``: simulate on from it as it stands, with
+        no new root evaluation, root noise or Gumbel noise and the score utility's
+        centre of its start (a fresh root's: its own evaluation's), so that a search
+        run in parts is the search run at once (bit for bit with a deterministic
+        evaluator: the keys only seed the evaluator and the move sampled at the end).
+        Static.
 
     Returns:
       A :class:`SearchOutput`. Finished games get pass and meaningless weights.
     """
-    if tree is not None and config.kind == "gumbel":
+    if tree is not None and config.kind == "gumbel" and not resume:
         raise ValueError("tree reuse needs kind='puct' or 'uct': Gumbel assumes a fresh root")
+    if resume and tree is None:
+        raise ValueError("resume needs the tree of the search to continue")
     key_root, key_policy = jax.random.split(key)
     batch = states.to_play.shape[0]
     num_actions = states.num_actions
@@ -1117,7 +1135,10 @@ def search(
     if config.kind == "gumbel":
         key_search, key_gumbel = jax.random.split(key_policy)
         key_act = key_noise = None
-        gumbel = config.gumbel_scale * jax.random.gumbel(key_gumbel, (batch, num_actions))
+        if resume:  # the noise the search started with
+            gumbel = tree.extra_data.root_gumbel
+        else:
+            gumbel = config.gumbel_scale * jax.random.gumbel(key_gumbel, (batch, num_actions))
         extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
     else:
         key_act, key_noise, key_search = jax.random.split(key_policy, 3)
@@ -1149,7 +1170,9 @@ def search(
     # With a root evaluator every root is evaluated once, here; without one a root is
     # evaluated only if some game starts fresh.
     root_eval = (
-        None if root_evaluator is None else evaluate_with_score(root_evaluator, states, key_root)
+        None
+        if root_evaluator is None or resume
+        else evaluate_with_score(root_evaluator, states, key_root)
     )
 
     def fresh_tree(size_nodes: int) -> tuple[Tree, jax.Array]:
@@ -1178,7 +1201,10 @@ def search(
         )
         return new, center
 
-    if tree is None:
+    if resume:
+        # The centre ``fresh_tree`` took: the root's own evaluation's score mean.
+        center = centers(tree.raw_score_means[:, Tree.ROOT_INDEX])
+    elif tree is None:
         tree, center = fresh_tree(capacity)
     else:
         tree = _pad_tree(tree, capacity).replace(extra_data=extra_data)
@@ -1205,7 +1231,7 @@ def search(
             )
 
     root_logits = _mask_logits(tree.children_prior_logits[:, Tree.ROOT_INDEX], legal)
-    if config.kind in ("puct", "katago"):
+    if config.kind in ("puct", "katago") and not resume:  # a resumed root has its noise
         root_logits = _dirichlet_logits(
             key_noise, root_logits, legal, config.alpha(size), config.dirichlet_fraction
         )
@@ -1242,8 +1268,11 @@ def search(
     utility = (
         (lambda mean, stdev, player: score_utility(mean, stdev, player, center)) if weighs else None
     )
+    target = config.num_simulations + 1
+    if stop_at is not None:
+        target = jnp.minimum(jnp.asarray(stop_at, jnp.int32), target)
     tree, simulations = _run_simulations(
-        tree, key_search, evaluator, rules, config.num_simulations + 1, max_depth, moves, utility
+        tree, key_search, evaluator, rules, target, max_depth, moves, utility
     )
 
     stats = root_stats(tree)

@@ -58,6 +58,19 @@ AVOID = {"player": "B", "moves": ["C3"], "untilDepth": 1}  # one avoidMoves entr
 # Parsing (no network)
 
 
+def test_reports_during_the_search_are_read_as_katago_reads_them():
+    assert parse()[0].reports is None
+    assert parse(reportDuringSearchEvery=0.5)[0].reports == (0.5, 0.5)
+    q, warnings = parse(reportDuringSearchEvery=1, firstReportDuringSearchAfter=0.05)
+    assert q.reports == (0.05, 1.0) and warnings == []
+    assert parse(firstReportDuringSearchAfter=0.2)[0].reports == (0.2, float("inf"))
+    for field in ("reportDuringSearchEvery", "firstReportDuringSearchAfter"):
+        for bad in (0, 0.0005, -1, 2e6, "0.5", True, float("nan")):
+            with pytest.raises(QueryError, match="seconds from 0.001 to 1000000.0") as err:
+                parse(**{field: bad})
+            assert err.value.field == field
+
+
 @pytest.mark.parametrize(
     ("rules", "expected"),
     [
@@ -141,13 +154,13 @@ def test_query_defaults_and_handicap_komi():
 
 def test_query_warnings_for_ignored_and_unknown_fields():
     _, warnings = parse(
-        reportDuringSearchEvery=0.5,
+        rootPolicyTemperature=0.5,
         includePVVisits=False,
         colour="B",
         overrideSettings={"reportAnalysisWinratesAs": "w", "wideRootNoise": 0.1},
     )
     fields = [f for f, _ in warnings]
-    assert fields == ["overrideSettings", "colour", "reportDuringSearchEvery"]
+    assert fields == ["overrideSettings", "colour", "rootPolicyTemperature"]
     q, _ = parse(overrideSettings={"reportAnalysisWinratesAs": "SIDETOMOVE", "maxVisits": 5})
     assert q.report_as == "SIDETOMOVE" and q.visits == 5
 
@@ -384,7 +397,7 @@ def test_reported_perspective_follows_report_as():
 def test_a_failing_analysis_is_reported_and_the_stream_goes_on(monkeypatch):
     eng = AnalysisEngine(model(), visits=1, batch_size=1)  # one line per batch
 
-    def broken(queries):
+    def broken(queries, report=None):
         raise RuntimeError("device lost\nwith details")
 
     monkeypatch.setattr(eng, "analyse", broken)
@@ -641,6 +654,47 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
     assert searched and all(
         not np.allclose(m["ownership"], infos[0]["ownership"], atol=1e-3) for m in searched[1:]
     )
+
+
+def test_reports_during_a_search_lead_to_the_same_final_result():
+    """``reportDuringSearchEvery``: replies with ``isDuringSearch`` true and growing visits,
+    then the final reply, equal to the same query's without reports (symmetry 0: the parts
+    resume one deterministic search)."""
+    eng = engine()
+    line = query(id="r", maxVisits=48, includeOwnership=True, analysisPVLen=4)
+    (plain,) = session([json.dumps(line)], eng)
+    asks = {"reportDuringSearchEvery": 0.001, "includeOwnership": True}
+    replies = session([json.dumps(line | asks), json.dumps(query(id="quiet", maxVisits=48))], eng)
+    during = [r for r in replies if r["id"] == "r" and r["isDuringSearch"]]
+    finals = [r for r in replies if not r["isDuringSearch"]]
+    assert [r["id"] for r in finals] == ["r", "quiet"]  # no reports for a query without
+    assert replies.index(finals[0]) == len(during)  # the reports come first
+    visits = [r["rootInfo"]["visits"] for r in during]
+    assert len(visits) >= 2 and visits == sorted(set(visits)) and visits[-1] < 48
+    for r in during:
+        assert len(r["ownership"]) == 81 and r["turnNumber"] == 2
+        assert sum(m["visits"] for m in r["moveInfos"]) == r["rootInfo"]["visits"] - 1
+    final = finals[0]
+    assert final["moveInfos"] == plain["moveInfos"]
+    np.testing.assert_allclose(final["ownership"], plain["ownership"], atol=1e-6)
+    assert final["rootInfo"]["winrate"] == pytest.approx(plain["rootInfo"]["winrate"], abs=1e-6)
+
+
+def test_reports_are_streamed_after_the_lines_own_replies():
+    """With ``emit`` (the stream), warnings come out before the reports, and the reports as
+    they are made; ``handle`` returns only what is left: the final results."""
+    eng = engine()
+    emitted: list[dict] = []
+    lines = [
+        json.dumps(query(id="r", maxVisits=24, typo=1, firstReportDuringSearchAfter=0.001)),
+        json.dumps({"id": "v", "action": "query_version"}),
+    ]
+    returned = eng.handle(lines, emitted.append)
+    assert [r.get("warning") is not None for r in emitted[:1]] == [True]
+    assert emitted[1]["id"] == "v" and "version" in emitted[1]
+    assert [r["isDuringSearch"] for r in emitted[2:]] == [True]  # only a first report
+    assert [(r["id"], r["isDuringSearch"]) for r in returned] == [("r", False)]
+    assert returned[0]["rootInfo"]["visits"] == 24
 
 
 def test_analysis_search_kinds_are_checked():
