@@ -35,6 +35,11 @@ from gojax._board import BLACK, GoState, legal_moves, play
 Progress = Callable[["Analysis"], None]
 # The searches a SearchPlayer runs (``gojax.search`` kinds with a network).
 SEARCH_KINDS = ("puct", "gumbel", "katago")
+# Pondering (``lz-analyze``/``kata-analyze``) grows one search to PONDER_FACTOR moves'
+# visits (at least PONDER_LEAST), reporting after each of PONDER_PARTS parts.
+PONDER_FACTOR = 16
+PONDER_LEAST = 256
+PONDER_PARTS = 16
 
 
 # KataGo's search settings for nets with an optimistic policy head (model version >= 12)
@@ -613,13 +618,52 @@ class SearchPlayer:
         result = self._search(
             self.model.variables, _batch(state), key_search, self.config, tree, plies[None]
         )
-        # A tree searched with moves kept out is not continued by later searches.
+        return self._kept_analysis(state, result, plies, key_eval)
+
+    def _kept_analysis(self, state: GoState, result: Any, plies: np.ndarray, key) -> Analysis:
+        """Keep a search's tree for the next search (unless moves were kept out of it: it
+        is not continued then) and return its analysis."""
         keep = not np.any(plies) and self.config.kind != "gumbel"
         self._tree, self._root = (result.tree, state) if keep else (None, None)
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
-        out = self._evaluations(state, listed, key_eval)
+        out = self._evaluations(state, listed, key)
         return search_analysis(host, 0, listed, out, int(state.to_play))
+
+    @property
+    def ponder_visits(self) -> int:
+        """The root visits pondering grows a search to: ``PONDER_FACTOR`` moves' worth, or
+        ``PONDER_LEAST`` for players with small budgets."""
+        return max(PONDER_FACTOR * (self.visits + 1), PONDER_LEAST)
+
+    def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+        """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
+        (at least a move's visits each), from the tree kept for ``state``, up to
+        ``ponder_visits``: the parts resume one search (``gojax.search.search``)."""
+        config = dataclasses.replace(self.config, num_simulations=self.ponder_visits - 1)
+        tree = self._start_tree(state)
+        plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
+        done = 1 if tree is None else max(1, int(tree.node_visits[0, 0]))
+        step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
+        resume, part = False, 0
+        while True:
+            target = min(self.ponder_visits, done + step)
+            key_search, key_eval = jax.random.split(jax.random.fold_in(key, part))
+            result = self._search(
+                self.model.variables,
+                _batch(state),
+                key_search,
+                config,
+                tree,
+                plies[None],
+                stop_at=jnp.int32(target),
+                resume=resume,
+            )
+            tree, resume, part = result.tree, True, part + 1
+            done = max(target, int(result.tree.node_visits[0, 0]))
+            yield self._kept_analysis(state, result, plies, key_eval)
+            if done >= self.ponder_visits:
+                return
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
@@ -635,9 +679,11 @@ class SearchPlayer:
     def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         key_policy, key_search = jax.random.split(key)
         # At once, while the search runs.
-        yield self._policy(state, key_policy, root_moves(avoid, int(state.to_play)))
-        analysis = self._searched(state, key_search, avoid)
-        while True:
+        analysis = self._policy(state, key_policy, root_moves(avoid, int(state.to_play)))
+        yield analysis
+        for analysis in self._pondered(state, key_search, avoid):  # deeper and deeper
+            yield analysis
+        while True:  # as deep as pondering goes
             yield analysis
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -746,9 +792,10 @@ def _uct_functions():
     from gojax.search import reuse_subtree, search
     from gojax.uct import rollout_evaluator
 
-    @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config, tree, avoid):
-        return search(rollout_evaluator(1, weights=variables), states, key, config, tree, avoid)
+    @functools.partial(jax.jit, static_argnames=("config", "resume"))
+    def run_search(variables, states, key, config, tree, avoid, stop_at=None, resume=False):
+        evaluator = rollout_evaluator(1, weights=variables)
+        return search(evaluator, states, key, config, tree, avoid, stop_at=stop_at, resume=resume)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
@@ -791,8 +838,8 @@ def _search_functions(
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames="config")
-    def run_search(variables, states, key, config, tree, avoid):
+    @functools.partial(jax.jit, static_argnames=("config", "resume"))
+    def run_search(variables, states, key, config, tree, avoid, stop_at=None, resume=False):
         variables, weights = variables if fast_rollouts else (variables, None)
 
         def leaf_evaluator(module):
@@ -806,7 +853,15 @@ def _search_functions(
 
         root_evaluator = None if root_net is None else leaf_evaluator(root_net)
         return search(
-            leaf_evaluator(net), states, key, config, tree, avoid, root_evaluator=root_evaluator
+            leaf_evaluator(net),
+            states,
+            key,
+            config,
+            tree,
+            avoid,
+            root_evaluator=root_evaluator,
+            stop_at=stop_at,
+            resume=resume,
         )
 
     @jax.jit

@@ -1035,6 +1035,28 @@ def test_search_player_plays_and_reuses_its_tree():
     assert sum(visits) == 16 and player._tree is None
 
 
+def test_pondering_grows_one_search_and_genmove_plays_from_it():
+    """``lz-analyze``/``kata-analyze`` ponder: the policy at once, then one search growing
+    part by part to ``ponder_visits``, then that; a genmove after it starts from the
+    pondered tree."""
+    import jax
+
+    from eval.players import PONDER_PARTS, UCTPlayer
+
+    player = UCTPlayer(visits=4)
+    engine = Engine(player, size=5, komi=0.5, rules="chinese")
+    engine.play(gojax.BLACK, gojax.gtp_to_action("C3", 5))
+    stream = engine.ponder()
+    visits = [next(stream).visits for _ in range(PONDER_PARTS + 3)]
+    assert visits[0] == 1  # the policy, before any search
+    grown = visits[1 : visits.index(player.ponder_visits) + 1]
+    assert len(grown) >= 3 and grown == sorted(set(grown))  # deeper and deeper
+    assert visits[-3:] == [player.ponder_visits] * 3  # then as deep as it goes
+    assert int(player._tree.node_visits[0, 0]) == player.ponder_visits
+    analysis = player.analyze(engine.state, visits=4, key=jax.random.key(0))
+    assert analysis.visits == player.ponder_visits  # no fewer visits than the pondered tree
+
+
 def test_gumbel_candidates_are_a_quarter_of_the_visits():
     from eval.players import auto_considered
 
