@@ -870,7 +870,11 @@ def make_engine(args: argparse.Namespace) -> Engine:
     if args.player == "uniform":
         player = players.UniformPlayer()
     elif args.player == "uct":
-        player = players.UCTPlayer(visits=args.visits, rollout_weights=_rollout_weights(args))
+        player = players.UCTPlayer(
+            visits=args.visits,
+            rollout_weights=_rollout_weights(args),
+            ponder_visits=args.ponder_visits,
+        )
     else:
         if bool(args.model) == bool(args.checkpoint):
             raise ValueError(
@@ -904,6 +908,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 rollout_weights=_rollout_weights(args),
                 lcb=args.lcb,
                 score_utility=not args.no_score_utility,
+                ponder_visits=args.ponder_visits,
             )
         else:
             if args.rollout_policy:
@@ -955,6 +960,13 @@ def register(commands) -> None:
         "uniform: random moves; auto (default): search when --visits > 1, else policy",
     )
     gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
+    gtp.add_argument(
+        "--ponder-visits",
+        type=_positive,
+        default=None,
+        help="--player search or uct: the root visits lz-analyze/kata-analyze grow their "
+        "search to (default: 16 moves' visits, at least 256); the tree holds one node a visit",
+    )
     gtp.add_argument(
         "--search",
         choices=("puct", "katago", "gumbel"),

@@ -472,6 +472,7 @@ class SearchPlayer:
         visits: int = 64,
         max_listed: int = 16,
         time_factor: float = 1.5,
+        ponder_visits: int | None = None,
         c_puct: float = 1.25,
         search: str = "puct",
         gumbel_scale: float = 0.0,
@@ -533,10 +534,21 @@ class SearchPlayer:
             functions=functions,
             max_listed=max_listed,
             time_factor=time_factor,
+            ponder_visits=ponder_visits,
         )
 
     def _setup(
-        self, model, *, name, board_sizes, symmetry, config, functions, max_listed, time_factor
+        self,
+        model,
+        *,
+        name,
+        board_sizes,
+        symmetry,
+        config,
+        functions,
+        max_listed,
+        time_factor,
+        ponder_visits=None,
     ) -> None:
         """State shared by every search player; ``functions`` as ``_search_functions`` gives."""
         self.model = model
@@ -548,6 +560,9 @@ class SearchPlayer:
         self.visits = config.num_simulations
         self.max_listed = int(max_listed)
         self.time_factor = float(time_factor)
+        if ponder_visits is not None and ponder_visits < 1:
+            raise ValueError(f"ponder_visits must be positive, not {ponder_visits}")
+        self._ponder_visits = ponder_visits
         self._search, self._evaluate, self._reuse = functions
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
@@ -632,9 +647,11 @@ class SearchPlayer:
 
     @property
     def ponder_visits(self) -> int:
-        """The root visits pondering grows a search to: ``PONDER_FACTOR`` moves' worth, or
-        ``PONDER_LEAST`` for players with small budgets."""
-        return max(PONDER_FACTOR * (self.visits + 1), PONDER_LEAST)
+        """The root visits pondering grows a search to: as the player was made with, else
+        ``PONDER_FACTOR`` moves' worth or ``PONDER_LEAST`` for small budgets; never
+        fewer than one move's."""
+        default = max(PONDER_FACTOR * (self.visits + 1), PONDER_LEAST)
+        return max(self._ponder_visits or default, self.visits + 1)
 
     def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
@@ -743,6 +760,7 @@ class UCTPlayer(SearchPlayer):
         moves: str = "sensible",
         max_listed: int = 16,
         time_factor: float = 1.5,
+        ponder_visits: int | None = None,
         rollout_weights: Any = None,
     ) -> None:
         from gojax.search import SearchConfig
@@ -766,6 +784,7 @@ class UCTPlayer(SearchPlayer):
             functions=_uct_functions(),
             max_listed=max_listed,
             time_factor=time_factor,
+            ponder_visits=ponder_visits,
         )
 
     def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:

@@ -1039,12 +1039,19 @@ def test_pondering_grows_one_search_and_genmove_plays_from_it():
     """``lz-analyze``/``kata-analyze`` ponder: the policy at once, then one search growing
     part by part to ``ponder_visits``, then that; a genmove after it starts from the
     pondered tree."""
+    import argparse
+
     import jax
 
+    from eval.gtp import make_engine
     from eval.players import PONDER_PARTS, UCTPlayer
 
-    player = UCTPlayer(visits=4)
-    engine = Engine(player, size=5, komi=0.5, rules="chinese")
+    assert UCTPlayer(visits=4).ponder_visits == 256  # 16 moves' worth, at least 256
+    assert UCTPlayer(visits=4, ponder_visits=2).ponder_visits == 5  # at least one move's
+    flags = gtp_flags("--player", "uct", "--visits", "4", "--ponder-visits", "48", "--size", "5")
+    engine = make_engine(argparse.Namespace(**flags | {"komi": 0.5, "rules": "chinese"}))
+    player = engine.player
+    assert player.ponder_visits == 48
     engine.play(gojax.BLACK, gojax.gtp_to_action("C3", 5))
     stream = engine.ponder()
     visits = [next(stream).visits for _ in range(PONDER_PARTS + 3)]
