@@ -324,8 +324,8 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     return run_search, run_evaluate
 
 
-# A search that reports as it goes runs in parts that each add at least this fraction of
-# its visits: at most about this many reports, whatever the interval asked.
+# A search run in parts (to report as it goes, or to stop at a time limit) runs parts
+# that each add at least this fraction of its visits: at most about this many parts.
 _MOST_PARTS = 100
 
 
@@ -333,37 +333,56 @@ def _search_in_parts(
     search: Callable[..., tuple[Any, Any]],
     key: jax.Array,
     visits: int,
+    batch: int,
     schedule: list[tuple[float, float]],
+    limits: list[float],
     report: Callable[[Any, np.ndarray], None],
 ) -> Any:
-    """Run ``search(key, tree=..., stop_at=...)`` to ``visits`` root visits in parts, as
-    KataGo reports during a search: position ``i`` is reported (``report(output, rows)``)
+    """Run ``search(key, tree=..., stop_at=...)`` (``batch`` positions, the first
+    ``len(schedule)`` real) to ``visits`` root visits in parts, as KataGo reports during a
+    search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
     ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
-    seconds. Each part is sized from the last one's speed to end when the next report is
-    due; the parts resume one search (``gojax.search.search``'s ``resume``), so the last
-    output is the one search's. Returns it."""
+    seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
+    ``stop_at`` stay where they are while the others go on). Each part is sized from the
+    last one's speed to end at the next report or limit; the parts resume one search
+    (``gojax.search.search``'s ``resume``), so the last output is the one search's (a
+    position stopped by its limit: with the visits it had). Returns it."""
+    real = len(schedule)
     due = np.array([first for first, _ in schedule], np.float64)
     every = np.array([gap for _, gap in schedule], np.float64)
+    limit = np.asarray(limits, np.float64)
+    goal = np.ones(batch, np.int64)  # padding rows: no simulations
+    goal[:real] = visits
+    done = np.ones(batch, np.int64)
     least = max(1, visits // _MOST_PARTS)
     start = time.monotonic()
-    done, tree, rate, part = 1, None, None, 0
+    tree, rate, part = None, None, 0
     while True:
-        wait = float(due.min()) - (time.monotonic() - start)
-        if rate is None or not math.isfinite(wait):  # a first part measures the speed
-            target = done + least if math.isfinite(wait) else visits
+        live = done[:real] < goal[:real]
+        wait = min(due[live].min(initial=math.inf), limit[live].min(initial=math.inf))
+        wait -= time.monotonic() - start
+        if not math.isfinite(wait):
+            step = visits
+        elif rate is None:  # a first part measures the speed
+            step = least
         else:
-            target = done + int(rate * max(wait, 0.0))
-        target = min(visits, max(done + least, target))
+            step = max(least, int(rate * max(wait, 0.0)))
+        target = np.minimum(goal, done + step)
         began = time.monotonic()
-        output, tree = search(jax.random.fold_in(key, part), tree=tree, stop_at=jnp.int32(target))
+        output, tree = search(
+            jax.random.fold_in(key, part), tree=tree, stop_at=jnp.asarray(target, jnp.int32)
+        )
         part += 1
-        if target >= visits:
-            return output
         jax.block_until_ready(tree)
-        rate = (target - done) / max(time.monotonic() - began, 1e-6)
+        rate = int((target - done).max(initial=0)) / max(time.monotonic() - began, 1e-6)
         done = target
         now = time.monotonic() - start
-        rows = np.flatnonzero(due <= now)
+        out_of_time = (now >= limit) & (done[:real] < goal[:real])
+        goal[:real][out_of_time] = done[:real][out_of_time]
+        live = done[:real] < goal[:real]
+        if not live.any():
+            return output
+        rows = np.flatnonzero(live & (due <= now))
         if rows.size:
             report(output, rows)
             due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
@@ -789,6 +808,7 @@ class AnalysisEngine:
                                 _wants_moves_ownership(queries[i]) for i, _, _ in part
                             ),
                             reports=[queries[i].reports for i, _, _ in part],
+                            limits=[queries[i].max_time for i, _, _ in part],
                             on_report=None
                             if report is None
                             else functools.partial(_report_during_search, report, queries, part),
@@ -892,6 +912,7 @@ class AnalysisEngine:
         moves_ownership: bool = False,
         reports: list[tuple[float, float] | None] | None = None,
         on_report: Callable[[int, _Result], None] | None = None,
+        limits: list[float] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -899,7 +920,9 @@ class AnalysisEngine:
         with ``moves_ownership`` for each listed move's subtree mean too.
 
         ``reports`` (per position, ``Query.reports``) asks for results during the search:
-        ``on_report(i, result)`` gets position ``i``'s as it stands when one is due."""
+        ``on_report(i, result)`` gets position ``i``'s as it stands when one is due.
+        ``limits`` (per position, ``Query.max_time``): seconds after which a position's
+        search stops growing (its result has the visits it reached)."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -937,8 +960,9 @@ class AnalysisEngine:
                 searched, roots, movers, rows, visits, pv_lengths, moves_ownership, key_eval
             )
 
-        reports = reports or []
-        if on_report is None or not any(reports):
+        reports = [r if r and on_report else (math.inf, math.inf) for r in reports or [None] * n]
+        limits = list(limits or [math.inf] * n)
+        if all(math.isinf(r[0]) for r in reports) and all(math.isinf(t) for t in limits):
             searched, _ = search(key_search)
         else:
 
@@ -946,8 +970,7 @@ class AnalysisEngine:
                 for i, result in zip(rows, results(searched, rows), strict=True):
                     on_report(int(i), result)
 
-            due = [(r if r else (math.inf, math.inf)) for r in reports]
-            searched = _search_in_parts(search, key_search, visits, due, report)
+            searched = _search_in_parts(search, key_search, visits, batch, reports, limits, report)
         return results(searched, range(n))
 
     def _searched_results(

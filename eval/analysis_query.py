@@ -81,7 +81,12 @@ _IGNORED_FIELDS = {
     "rootPolicyTemperature",
     "rootFpuReductionMax",
 }
-_SETTINGS = {"maxVisits", "analysisPVLen", "reportAnalysisWinratesAs"}  # in overrideSettings
+_SETTINGS = {
+    "maxVisits",
+    "maxTime",
+    "analysisPVLen",
+    "reportAnalysisWinratesAs",
+}  # overrideSettings
 
 
 class QueryError(ValueError):
@@ -124,6 +129,7 @@ class Query:
     # between later ones (reportDuringSearchEvery, firstReportDuringSearchAfter; every is
     # inf when only the first is asked for), or None: no report before the final one.
     reports: tuple[float, float] | None = None
+    max_time: float = math.inf  # seconds a search may take (overrideSettings maxTime)
 
     @property
     def max_moves(self) -> int:
@@ -376,11 +382,27 @@ def _scoring(
     return rules, komi, warning
 
 
+def _max_time(value: Any) -> float:
+    """``overrideSettings.maxTime``: seconds, a number or a numeric string as KataGo's
+    config reads it."""
+    message = "Could not set settings: maxTime must be a number of seconds from 0 to 1e20"
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise QueryError("overrideSettings", message) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError("overrideSettings", message)
+    if not (math.isfinite(value) and 0 <= value <= 1e20):
+        raise QueryError("overrideSettings", message)
+    return float(value)
+
+
 def _options(
     request: dict, visits: int, report_as: str, warnings: list[tuple[str, str]]
-) -> tuple[int, int, str]:
-    """``(visits, pv length, perspective)``: the query's fields over ``overrideSettings``
-    over the engine's defaults."""
+) -> tuple[int, int, str, float]:
+    """``(visits, pv length, perspective, seconds)``: the query's fields over
+    ``overrideSettings`` over the engine's defaults."""
     budget_error = f"Must be an integer from 1 to {MAX_VISITS}"
     pv_error = "Must be an integer from 1 to 1000"
     settings = request.get("overrideSettings", {})
@@ -401,11 +423,12 @@ def _options(
         if report_as not in REPORT_AS:
             message = "reportAnalysisWinratesAs must be " + "|".join(REPORT_AS)
             raise QueryError("overrideSettings", message)
+    seconds = _max_time(settings["maxTime"]) if "maxTime" in settings else math.inf
     if "maxVisits" in request:
         visits = _integer(request["maxVisits"], "maxVisits", 1, MAX_VISITS, budget_error)
     if "analysisPVLen" in request:
         pv_length = _integer(request["analysisPVLen"], "analysisPVLen", 1, 1000, pv_error)
-    return visits, pv_length, report_as
+    return visits, pv_length, report_as, seconds
 
 
 def _avoid(request: dict, size: int) -> np.ndarray | None:
@@ -460,7 +483,7 @@ def parse_query(
     rules, komi, warning = _scoring(request, setup, moves, size)
     if warning:
         warnings.append(("rules", warning))
-    visits, pv_length, report_as = _options(request, visits, report_as, warnings)
+    visits, pv_length, report_as, max_time = _options(request, visits, report_as, warnings)
     include_ownership = _boolean(request, "includeOwnership")
     include_policy = _boolean(request, "includePolicy")
     include_pv_visits = _boolean(request, "includePVVisits")
@@ -497,5 +520,6 @@ def parse_query(
         report_as=report_as,
         avoid=avoid,
         reports=reports,
+        max_time=max_time,
     )
     return query, warnings

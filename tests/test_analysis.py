@@ -58,6 +58,17 @@ AVOID = {"player": "B", "moves": ["C3"], "untilDepth": 1}  # one avoidMoves entr
 # Parsing (no network)
 
 
+def test_max_time_is_read_from_the_override_settings():
+    assert parse()[0].max_time == float("inf")
+    q, warnings = parse(overrideSettings={"maxTime": 8, "maxVisits": 500})
+    assert q.max_time == 8.0 and q.visits == 500 and warnings == []
+    assert parse(overrideSettings={"maxTime": "2.5"})[0].max_time == 2.5  # as KataGo's config
+    for bad in (-1, "soon", True, 1e30, float("inf")):
+        with pytest.raises(QueryError, match="maxTime must be a number") as err:
+            parse(overrideSettings={"maxTime": bad})
+        assert err.value.field == "overrideSettings"
+
+
 def test_reports_during_the_search_are_read_as_katago_reads_them():
     assert parse()[0].reports is None
     assert parse(reportDuringSearchEvery=0.5)[0].reports == (0.5, 0.5)
@@ -695,6 +706,23 @@ def test_reports_are_streamed_after_the_lines_own_replies():
     assert [r["isDuringSearch"] for r in emitted[2:]] == [True]  # only a first report
     assert [(r["id"], r["isDuringSearch"]) for r in returned] == [("r", False)]
     assert returned[0]["rootInfo"]["visits"] == 24
+
+
+def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
+    """``overrideSettings.maxTime`` (KaTrain sends it with every query): a position's search
+    stops growing when its time is up, with the visits it has; the others of its batch
+    run to their ``maxVisits``."""
+    eng = engine()
+    hurried = query(id="hurried", maxVisits=200, overrideSettings={"maxTime": 0.001})
+    patient = query(id="patient", maxVisits=40, overrideSettings={"maxTime": 1e6})
+    replies = {r["id"]: r for r in session([json.dumps(hurried), json.dumps(patient)], eng)}
+    # A first part of 1% of the visits measures the speed; by then the time is up.
+    assert replies["hurried"]["rootInfo"]["visits"] == 3
+    assert sum(m["visits"] for m in replies["hurried"]["moveInfos"]) == 2
+    assert replies["patient"]["rootInfo"]["visits"] == 40
+    assert not any(r["isDuringSearch"] for r in replies.values())
+    (alone,) = session([json.dumps(query(id="patient", maxVisits=40))], eng)
+    assert alone["moveInfos"] == replies["patient"]["moveInfos"]  # the same search
 
 
 def test_analysis_search_kinds_are_checked():
