@@ -324,8 +324,8 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     return run_search, run_evaluate
 
 
-# A search run in parts (to report as it goes, or to stop at a time limit) runs parts
-# that each add at least this fraction of its visits: at most about this many parts.
+# A search run in parts (to report as it goes, or to stop at a time limit) adds at least
+# 1/_MOST_PARTS of its visits a part: at most about this many parts.
 _MOST_PARTS = 100
 
 
