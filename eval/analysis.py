@@ -337,13 +337,15 @@ def _search_in_parts(
     schedule: list[tuple[float, float]],
     limits: list[float],
     report: Callable[[Any, np.ndarray], None],
+    stopped: Callable[[], list[int]] | None = None,
 ) -> Any:
     """Run ``search(key, tree=..., stop_at=...)`` (``batch`` positions, the first
     ``len(schedule)`` real) to ``visits`` root visits in parts, as KataGo reports during a
     search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
     ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
     seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
-    ``stop_at`` stay where they are while the others go on). Each part is sized from the
+    ``stop_at`` stay where they are while the others go on), or when ``stopped()``
+    (asked between parts) names it (a terminate). Each part is sized from the
     last one's speed to end at the next report or limit; the parts resume one search
     (``gojax.search.search``'s ``resume``), so the last output is the one search's (a
     position stopped by its limit: with the visits it had). Returns it."""
@@ -379,6 +381,9 @@ def _search_in_parts(
         now = time.monotonic() - start
         out_of_time = (now >= limit) & (done[:real] < goal[:real])
         goal[:real][out_of_time] = done[:real][out_of_time]
+        if stopped is not None:
+            rows = np.asarray(stopped(), np.int64)
+            goal[rows] = done[rows]
         live = done[:real] < goal[:real]
         if not live.any():
             return output
@@ -622,7 +627,10 @@ class AnalysisEngine:
     # -- one batch of lines ----------------------------------------------------
 
     def handle(
-        self, lines: Iterable[str], emit: Callable[[dict], None] | None = None
+        self,
+        lines: Iterable[str],
+        emit: Callable[[dict], None] | None = None,
+        incoming: Any = None,
     ) -> list[dict]:
         """Replies to a batch of query lines, in the order of the lines.
 
@@ -633,6 +641,12 @@ class AnalysisEngine:
         query's results, or, with ``emit``, go to ``emit`` as they are made (a
         stream): then every reply to the lines themselves (errors, warnings,
         actions) is emitted first, and only the results are returned.
+
+        ``incoming`` (the stream's :class:`_LineReader`) is read between the parts of
+        the batch's work for ``terminate`` actions, which act at once: a turn not yet
+        searched gets KataGo's ``noResults`` reply, a search run in parts (reports,
+        ``maxTime``) stops growing and replies with what it has; other lines wait
+        for the next batch. Their echoes go to ``emit`` (else after the results).
         """
         entries: list[tuple[list[dict], int | None]] = []  # replies, index into pending
         pending: list[Query] = []
@@ -665,13 +679,33 @@ class AnalysisEngine:
             else:
                 during[live[k][0]].append(reply)
 
+        halted: list[set[int]] = [set() for _ in live]  # turns terminated meanwhile
+        echoes: list[dict] = []
+
+        def check() -> None:
+            if incoming is None:
+                return
+            later = []
+            for line in incoming.take_ready():
+                request = _terminate_request(line)
+                if request is None:
+                    later.append(line)
+                    continue
+                echo = self._action(request, [q for _, q in live], halted)
+                if emit is not None:
+                    emit(echo)
+                else:
+                    echoes.append(echo)
+            incoming.give_back(later)
+
         try:
-            results = self.analyse([q for _, q in live], report)
+            results = self.analyse([q for _, q in live], report, halted, check)
         except Exception as err:  # a failure of the device must not end the stream
             traceback.print_exc(file=sys.stderr)
             message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
             results = [[{"error": message, "id": q.id}] for _, q in live]
         analysed = dict(zip([i for i, _ in live], results, strict=True))
+        halted_by_index = dict(zip([i for i, _ in live], halted, strict=True))
         out = []
         for replies, index in entries:
             if not streaming:
@@ -685,12 +719,13 @@ class AnalysisEngine:
                 continue
             by_turn = {r["turnNumber"]: r for r in results}
             for turn in query.turns:
-                if turn in cancelled[index]:
+                never = turn not in by_turn and turn in halted_by_index.get(index, ())
+                if turn in cancelled[index] or never:
                     stopped = {"id": query.id, "isDuringSearch": False, "noResults": True}
                     out.append(stopped | {"turnNumber": turn})
                 else:
                     out.append(by_turn[turn])
-        return out
+        return out + echoes
 
     def _parse_line(
         self, line: str, pending: list[Query], cancelled: list[set[int]]
@@ -768,18 +803,27 @@ class AnalysisEngine:
     # -- analysis ----------------------------------------------------------------
 
     def analyse(
-        self, queries: list[Query], report: Callable[[int, dict], None] | None = None
+        self,
+        queries: list[Query],
+        report: Callable[[int, dict], None] | None = None,
+        halted: list[set[int]] | None = None,
+        check: Callable[[], None] | None = None,
     ) -> list[list[dict]]:
         """Analyse every requested turn of ``queries``; per query its replies by turn,
         or one error reply (an illegal move, a setup without liberties). Queries that
         ask for reports during the search (``Query.reports``) get them through
         ``report(query index, reply)`` (``isDuringSearch`` true), if given.
+        ``check()`` runs between parts of the work and may add turns to ``halted``
+        (per query): those not yet searched are skipped (no reply), those being
+        searched in parts stop growing.
 
         Queries of one board size, rule set and move cap are replayed together
         (``batch_size`` at a time); the positions of each replay with the same
         visit budget are searched together (``batch_size`` at a time).
         """
         replies: list[list[dict]] = [[] for _ in queries]
+        halted = halted if halted is not None else [set() for _ in queries]
+        check = check or (lambda: None)
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, query in enumerate(queries):
             groups[(query.size, query.rules, query.max_moves)].append(i)
@@ -797,6 +841,15 @@ class AnalysisEngine:
                         by_visits[queries[i].visits].append((i, turn, first + k))
                 for visits, items in sorted(by_visits.items()):
                     for part in _chunks(items, self.batch_size):
+                        check()
+                        part = [item for item in part if item[1] not in halted[item[0]]]
+                        if not part:
+                            continue
+
+                        def stopped(part=part) -> list[int]:
+                            check()
+                            return [r for r, (i, t, _) in enumerate(part) if t in halted[i]]
+
                         results = self._analyse_positions(
                             kept,
                             [index for _, _, index in part],
@@ -809,6 +862,7 @@ class AnalysisEngine:
                             ),
                             reports=[queries[i].reports for i, _, _ in part],
                             limits=[queries[i].max_time for i, _, _ in part],
+                            stopped=stopped,
                             on_report=None
                             if report is None
                             else functools.partial(_report_during_search, report, queries, part),
@@ -913,6 +967,7 @@ class AnalysisEngine:
         reports: list[tuple[float, float] | None] | None = None,
         on_report: Callable[[int, _Result], None] | None = None,
         limits: list[float] | None = None,
+        stopped: Callable[[], list[int]] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -922,7 +977,8 @@ class AnalysisEngine:
         ``reports`` (per position, ``Query.reports``) asks for results during the search:
         ``on_report(i, result)`` gets position ``i``'s as it stands when one is due.
         ``limits`` (per position, ``Query.max_time``): seconds after which a position's
-        search stops growing (its result has the visits it reached)."""
+        search stops growing (its result has the visits it reached); so does, in a search
+        run in parts for either, every position ``stopped()`` names between parts."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -970,7 +1026,9 @@ class AnalysisEngine:
                 for i, result in zip(rows, results(searched, rows), strict=True):
                     on_report(int(i), result)
 
-            searched = _search_in_parts(search, key_search, visits, batch, reports, limits, report)
+            searched = _search_in_parts(
+                search, key_search, visits, batch, reports, limits, report, stopped
+            )
         return results(searched, range(n))
 
     def _searched_results(
@@ -1056,9 +1114,24 @@ class AnalysisEngine:
             lines = reader.batch(self.batch_size)
             if lines is None:
                 return
-            for reply in self.handle(lines, emit):
+            for reply in self.handle(lines, emit, reader):
                 write(reply)
             stdout.flush()
+
+
+def _terminate_request(line: str) -> dict | None:
+    """``line`` as a request if it is a ``terminate`` or ``terminate_all`` action."""
+    try:
+        request = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        isinstance(request, dict)
+        and isinstance(request.get("id"), str)
+        and request.get("action") in ("terminate", "terminate_all")
+    ):
+        return request
+    return None
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
@@ -1087,6 +1160,7 @@ class _LineReader:
             self._fd = None  # an in-memory stream: everything in it is available
         self._buffer = b""
         self._eof = False
+        self._unread: list[str] = []  # lines handed back, read before any other
 
     def _fill(self) -> None:
         data = os.read(self._fd, 1 << 16)
@@ -1105,17 +1179,30 @@ class _LineReader:
             lines.append(line.decode("utf-8", errors="replace"))
         return lines
 
+    def take_ready(self) -> list[str]:
+        """Every complete line available now, without waiting ([] for an in-memory
+        stream: everything in it is the next batches')."""
+        if self._fd is None:
+            return []
+        while not self._eof and self._ready():
+            self._fill()
+        return self._take(len(self._buffer) + 1)
+
+    def give_back(self, lines: list[str]) -> None:
+        """Lines taken early (``take_ready``) for the next batches, in their order."""
+        self._unread = list(lines) + self._unread
+
     def batch(self, limit: int) -> list[str] | None:
         """Up to ``limit`` lines, or None when the stream has ended."""
+        lines, self._unread = self._unread[:limit], self._unread[limit:]
         if self._fd is None:
-            lines = []
             while len(lines) < limit:
                 line = self._stream.readline()
                 if not line:
                     break
                 lines.append(line)
             return lines or None
-        lines = self._take(limit)
+        lines += self._take(limit - len(lines))
         while not lines and not self._eof:
             self._fill()
             lines = self._take(limit)

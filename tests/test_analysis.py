@@ -284,6 +284,25 @@ def test_line_reader_takes_every_waiting_line_without_blocking():
     assert memory.batch(2) is None
 
 
+def test_line_reader_hands_out_lines_early_and_takes_them_back():
+    """What the engine reads during a batch (``take_ready``: looking for terminates) and
+    gives back comes first in the next batch, in its order."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "r") as stream:
+        reader = _LineReader(stream)
+        assert reader.take_ready() == []  # nothing waiting: no block
+        os.write(write_end, b"a\nb\nc\npart")
+        assert reader.take_ready() == ["a", "b", "c"]
+        reader.give_back(["b", "c"])
+        reader.give_back(["a"])
+        os.write(write_end, b"ial\n")
+        assert reader.batch(2) == ["a", "b"]
+        assert reader.batch(10) == ["c", "partial"]
+        os.close(write_end)
+        assert reader.batch(10) is None
+    assert _LineReader(io.StringIO("1\n")).take_ready() == []  # in memory: next batch's
+
+
 # ----------------------------------------------------------------------------
 # The engine on the reference net
 
@@ -723,6 +742,48 @@ def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
     assert not any(r["isDuringSearch"] for r in replies.values())
     (alone,) = session([json.dumps(query(id="patient", maxVisits=40))], eng)
     assert alone["moveInfos"] == replies["patient"]["moveInfos"]  # the same search
+
+
+class _Incoming:
+    """A stream's reader as ``handle`` sees it: ``lines`` become available at the
+    ``after``-th look (0: the first), once; what is given back is kept."""
+
+    def __init__(self, lines: list[str], after: int) -> None:
+        self.lines, self.after, self.looks, self.back = list(lines), after, 0, []
+
+    def take_ready(self) -> list[str]:
+        self.looks += 1
+        if self.looks <= self.after:
+            return []
+        out, self.lines = self.lines, []
+        return out
+
+    def give_back(self, lines: list[str]) -> None:
+        self.back = list(lines) + self.back
+
+
+def test_a_terminate_arriving_during_a_search_stops_it_at_once():
+    """KaTrain terminates queries it no longer needs: between the parts of a search run in
+    parts (``maxTime`` here) the terminated turn stops growing and replies with what it
+    has, its batch-mate goes on, and a query line read meanwhile waits for the next batch."""
+    eng = engine()
+    long = query(id="long", maxVisits=200, analyzeTurns=[1, 2], overrideSettings={"maxTime": 1e6})
+    stop = {"id": "t", "action": "terminate", "terminateId": "long", "turnNumbers": [2]}
+    later = json.dumps(query(id="later"))
+    incoming = _Incoming([json.dumps(stop), later], after=1)  # after the first part
+    emitted: list[dict] = []
+    replies = eng.handle([json.dumps(long)], emitted.append, incoming)
+    assert emitted == [stop]  # the echo, at once
+    assert incoming.back == [later]
+    by_turn = {r["turnNumber"]: r for r in replies}
+    assert [r["isDuringSearch"] for r in replies] == [False, False]
+    assert by_turn[1]["rootInfo"]["visits"] == 200
+    assert by_turn[2]["rootInfo"]["visits"] == 3  # the first part's 1% and no more
+    # Terminated before their search began: KataGo's noResults.
+    incoming = _Incoming([json.dumps({"id": "all", "action": "terminate_all"})], after=0)
+    replies = eng.handle([json.dumps(long)], None, incoming)
+    assert [r.get("noResults") for r in replies[:2]] == [True, True]
+    assert replies[2]["id"] == "all" and incoming.back == []
 
 
 def test_analysis_search_kinds_are_checked():
