@@ -274,6 +274,16 @@ def default_dirichlet_alpha(size: int) -> float:
     return 0.03 * 361 / (size * size)
 
 
+class SearchData(NamedTuple):
+    """What a search keeps in its tree's ``extra_data``, ``[B]`` leading: the Gumbel noise
+    of the root (mctx's ``GumbelMuZeroExtraData`` field; zeros for other kinds) and the
+    score utility's centre in Black's view (0 when the search does not weigh scores), so
+    that a resumed search goes on as it began."""
+
+    root_gumbel: jax.Array  # [B, A]
+    center: jax.Array  # [B]
+
+
 @flax.struct.dataclass
 class SearchOutput:
     """What :func:`search` returns for ``B`` games (``A = P + 1`` actions, pass last)."""
@@ -1110,8 +1120,8 @@ def search(
       resume: ``tree`` is this same search's (same ``states``, ``config``, ``avoid``
         and evaluators), stopped by ``stop_at``: simulate on from it as it stands, with
         no new root evaluation, root noise or Gumbel noise and the score utility's
-        centre of its start (a fresh root's: its own evaluation's), so that a search
-        run in parts is the search run at once (bit for bit with a deterministic
+        centre it began with (the tree's ``extra_data``, :class:`SearchData`), so that
+        a search run in parts is the search run at once (bit for bit with a deterministic
         evaluator: the keys only seed the evaluator and the move sampled at the end).
         Static.
 
@@ -1139,10 +1149,11 @@ def search(
             gumbel = tree.extra_data.root_gumbel
         else:
             gumbel = config.gumbel_scale * jax.random.gumbel(key_gumbel, (batch, num_actions))
-        extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
     else:
         key_act, key_noise, key_search = jax.random.split(key_policy, 3)
-        extra_data = None
+        gumbel = jnp.zeros((batch, num_actions), jnp.float32)
+    # The centre is filled in below, once known.
+    extra_data = SearchData(root_gumbel=gumbel, center=jnp.zeros((batch,), jnp.float32))
 
     # KataGo's score utility, when the search weighs scores and the evaluators give their
     # distribution: ``(mean, stdev, player, center) -> [B]``, all for ``player``'s view but
@@ -1202,8 +1213,7 @@ def search(
         return new, center
 
     if resume:
-        # The centre ``fresh_tree`` took: the root's own evaluation's score mean.
-        center = centers(tree.raw_score_means[:, Tree.ROOT_INDEX])
+        center = tree.extra_data.center  # the centre the search began with
     elif tree is None:
         tree, center = fresh_tree(capacity)
     else:
@@ -1239,6 +1249,9 @@ def search(
         children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(root_logits),
         root_invalid_actions=invalid.astype(jnp.float32),
     )
+    if not resume:  # the centre this search weighs scores around, for its later parts
+        began = center if weighs else jnp.zeros((batch,), jnp.float32)
+        tree = tree.replace(extra_data=extra_data._replace(center=began))
 
     if config.kind == "puct":
         rule = functools.partial(

@@ -89,6 +89,29 @@ def test_a_search_in_parts_is_the_search_at_once(kind):
         assert np.any(np.asarray(whole.tree.node_score_utilities) != 0)
 
 
+def test_a_search_from_a_kept_tree_in_parts_is_the_search_at_once():
+    """A search that starts from a kept subtree (tree reuse: GTP pondering after a move)
+    centres its score utility on the kept root's mean; its later parts keep that centre."""
+    from gojax.search import reuse_subtree
+
+    config = CONFIGS["katago"]
+    states = positions()
+    first = run(config, False)(states, jax.random.key(0), None, None)
+    after = jax.vmap(gojax.play)(states, first.action)
+    kept = fast_jit(reuse_subtree)(first.tree, first.action)
+    assert np.all(np.asarray(kept.node_visits[:, 0]) > 1)  # premise: real kept trees
+    whole = run(config, False)(after, jax.random.key(3), kept, None)
+    part = run(config, False)(after, jax.random.key(3), kept, jnp.int32(30))
+    part = run(config, True)(after, jax.random.key(4), part.tree, None)
+    np.testing.assert_array_equal(
+        np.asarray(part.tree.node_visits), np.asarray(whole.tree.node_visits)
+    )
+    np.testing.assert_array_equal(np.asarray(part.visit_counts), np.asarray(whole.visit_counts))
+    np.testing.assert_allclose(
+        np.asarray(part.tree.extra_data.center), np.asarray(whole.tree.extra_data.center)
+    )
+
+
 def test_resume_needs_a_tree():
     with pytest.raises(ValueError, match="resume needs the tree"):
         search(
