@@ -427,7 +427,7 @@ def test_reported_perspective_follows_report_as():
 def test_a_failing_analysis_is_reported_and_the_stream_goes_on(monkeypatch):
     eng = AnalysisEngine(model(), visits=1, batch_size=1)  # one line per batch
 
-    def broken(queries, report=None):
+    def broken(*_args):
         raise RuntimeError("device lost\nwith details")
 
     monkeypatch.setattr(eng, "analyse", broken)
