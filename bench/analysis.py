@@ -174,6 +174,8 @@ def ownership_rows(engine: AnalysisEngine, args: argparse.Namespace) -> list[dic
     print("-" * len(header))
     out = []
     for visits in args.visits:
+        # "none" repeats a query set of the first table, timed again here so that the
+        # three columns share the machine's state and their ratio means something.
         rates = {
             name: args.queries
             / batched_seconds(engine, query_lines(args.size, args.queries, visits, visits, ask))

@@ -1016,9 +1016,10 @@ class AnalysisEngine:
                 searched, roots, movers, rows, visits, pv_lengths, moves_ownership, key_eval
             )
 
-        reports = [r if r and on_report else (math.inf, math.inf) for r in reports or [None] * n]
+        # Per position: when to report, (first, every), and when to stop; inf: never.
+        schedule = [r if r and on_report else (math.inf, math.inf) for r in reports or [None] * n]
         limits = list(limits or [math.inf] * n)
-        if all(math.isinf(r[0]) for r in reports) and all(math.isinf(t) for t in limits):
+        if all(math.isinf(first) for first, _ in schedule) and all(map(math.isinf, limits)):
             searched, _ = search(key_search)
         else:
 
@@ -1027,7 +1028,7 @@ class AnalysisEngine:
                     on_report(int(i), result)
 
             searched = _search_in_parts(
-                search, key_search, visits, batch, reports, limits, report, stopped
+                search, key_search, visits, batch, schedule, limits, report, stopped
             )
         return results(searched, range(n))
 
