@@ -325,6 +325,41 @@ def test_forced_playouts_only_in_full_self_play_searches(monkeypatch):
     assert [cfg.forced_playouts for cfg in seen] == [0.0, 0.0]  # gating, evaluation
 
 
+def test_score_utility_weights_reach_every_search_of_a_run(monkeypatch):
+    import eval.gating
+    import train.loop
+
+    config = tiny_config()
+    search = selfplay_config(config).search
+    assert (search.static_score_utility, search.dynamic_score_utility) == (0.1, 0.3)
+    apply_overrides(
+        config,
+        [
+            "--config.selfplay.search_kind=katago",
+            "--config.selfplay.static_score_utility=0",
+            "--config.selfplay.dynamic_score_utility=0.5",
+        ],
+    )
+    search = selfplay_config(config).search
+    assert (search.kind, search.static_score_utility, search.dynamic_score_utility) == (
+        "katago",
+        0.0,
+        0.5,
+    )
+    assert search.weighs_scores
+    apply_overrides(config, ["--config.selfplay.dynamic_score_utility=0"])
+    assert not selfplay_config(config).search.weighs_scores
+    # Gating searches as self-play does, on the value alone here too.
+    seen = []
+    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
+    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
+    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
+    assert seen[0].kind == "katago" and not seen[0].weighs_scores
+    with pytest.raises(ValueError, match="static_score_utility must be >= 0"):
+        apply_overrides(config, ["--config.selfplay.static_score_utility=-1"])
+        selfplay_config(config)
+
+
 def test_keys_added_later_do_not_block_resume_at_their_default():
     current = config_to_json(default_config())
     saved = json.loads(json.dumps(current))

@@ -144,6 +144,11 @@ def default_config() -> ml_collections.ConfigDict:
             # PUCT only: KataGo's forced playouts and policy target pruning, k in
             # n_forced = sqrt(k P sum N) (KataGo: 2); 0: off. Full searches only.
             forced_playouts=0.0,
+            # search_kind "katago" only: the weights of KataGo's score utility
+            # (SearchConfig.static_score_utility / dynamic_score_utility); 0 and 0:
+            # search on the value alone.
+            static_score_utility=SearchConfig.static_score_utility,
+            dynamic_score_utility=SearchConfig.dynamic_score_utility,
             temperature_moves=8,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
@@ -369,6 +374,8 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         max_num_considered_actions=s.gumbel_considered,
         gumbel_scale=s.gumbel_scale,
         forced_playouts=s.forced_playouts,
+        static_score_utility=s.static_score_utility,
+        dynamic_score_utility=s.dynamic_score_utility,
     )
     return SearchConfig(**{**fields, **play})
 
