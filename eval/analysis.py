@@ -327,6 +327,9 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
 # A search run in parts (to report as it goes, or to stop at a time limit) adds at least
 # 1/_MOST_PARTS of its visits a part: at most about this many parts.
 _MOST_PARTS = 100
+# Seconds between looks for a terminate while a stream's search runs: every search of a
+# stream runs in parts of about this long, so that a terminate stops it within one part.
+_TERMINATE_POLL = 0.5
 
 
 def _search_in_parts(
@@ -338,6 +341,7 @@ def _search_in_parts(
     limits: list[float],
     report: Callable[[Any, np.ndarray], None],
     stopped: Callable[[], list[int]] | None = None,
+    poll: float = math.inf,
 ) -> Any:
     """Run ``search(key, tree=..., stop_at=...)`` (``batch`` positions, the first
     ``len(schedule)`` real) to ``visits`` root visits in parts, as KataGo reports during a
@@ -345,8 +349,9 @@ def _search_in_parts(
     ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
     seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
     ``stop_at`` stay where they are while the others go on), or when ``stopped()``
-    (asked between parts) names it (a terminate). Each part is sized from the
-    last one's speed to end at the next report or limit; the parts resume one search
+    (asked between parts, at least every ``poll`` seconds) names it (a terminate).
+    Each part is sized from the last one's speed to end at the next report, limit or
+    poll; the parts resume one search
     (``gojax.search.search``'s ``resume``), so the last output is the one search's (a
     position stopped by its limit: with the visits it had). Returns it."""
     real = len(schedule)
@@ -362,7 +367,7 @@ def _search_in_parts(
     while True:
         live = done[:real] < goal[:real]
         wait = min(due[live].min(initial=math.inf), limit[live].min(initial=math.inf))
-        wait -= time.monotonic() - start
+        wait = min(wait - (time.monotonic() - start), poll)
         if not math.isfinite(wait):
             step = visits
         elif rate is None:  # a first part measures the speed
@@ -644,9 +649,10 @@ class AnalysisEngine:
 
         ``incoming`` (the stream's :class:`_LineReader`) is read between the parts of
         the batch's work for ``terminate`` actions, which act at once: a turn not yet
-        searched gets KataGo's ``noResults`` reply, a search run in parts (reports,
-        ``maxTime``) stops growing and replies with what it has; other lines wait
-        for the next batch. Their echoes go to ``emit`` (else after the results).
+        searched gets KataGo's ``noResults`` reply, one being searched stops growing
+        within about ``_TERMINATE_POLL`` seconds (its search runs in parts) and
+        replies with what it has; other lines wait for the next batch. Their echoes go
+        to ``emit`` (else after the results).
         """
         entries: list[tuple[list[dict], int | None]] = []  # replies, index into pending
         pending: list[Query] = []
@@ -699,7 +705,9 @@ class AnalysisEngine:
             incoming.give_back(later)
 
         try:
-            results = self.analyse([q for _, q in live], report, halted, check)
+            results = self.analyse(
+                [q for _, q in live], report, halted, None if incoming is None else check
+            )
         except Exception as err:  # a failure of the device must not end the stream
             traceback.print_exc(file=sys.stderr)
             message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
@@ -815,7 +823,8 @@ class AnalysisEngine:
         ``report(query index, reply)`` (``isDuringSearch`` true), if given.
         ``check()`` runs between parts of the work and may add turns to ``halted``
         (per query): those not yet searched are skipped (no reply), those being
-        searched in parts stop growing.
+        searched stop growing; given ``check``, every search runs in parts of about
+        ``_TERMINATE_POLL`` seconds so that it is asked often (a stream's terminates).
 
         Queries of one board size, rule set and move cap are replayed together
         (``batch_size`` at a time); the positions of each replay with the same
@@ -823,6 +832,7 @@ class AnalysisEngine:
         """
         replies: list[list[dict]] = [[] for _ in queries]
         halted = halted if halted is not None else [set() for _ in queries]
+        poll = math.inf if check is None else _TERMINATE_POLL
         check = check or (lambda: None)
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, query in enumerate(queries):
@@ -863,6 +873,7 @@ class AnalysisEngine:
                             reports=[queries[i].reports for i, _, _ in part],
                             limits=[queries[i].max_time for i, _, _ in part],
                             stopped=stopped,
+                            poll=poll,
                             on_report=None
                             if report is None
                             else functools.partial(_report_during_search, report, queries, part),
@@ -968,6 +979,7 @@ class AnalysisEngine:
         on_report: Callable[[int, _Result], None] | None = None,
         limits: list[float] | None = None,
         stopped: Callable[[], list[int]] | None = None,
+        poll: float = math.inf,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -978,7 +990,9 @@ class AnalysisEngine:
         ``on_report(i, result)`` gets position ``i``'s as it stands when one is due.
         ``limits`` (per position, ``Query.max_time``): seconds after which a position's
         search stops growing (its result has the visits it reached); so does, in a search
-        run in parts for either, every position ``stopped()`` names between parts."""
+        run in parts, every position ``stopped()`` names between parts. A finite ``poll``
+        runs the search in parts of about that many seconds even without reports or
+        limits, so that ``stopped()`` is asked that often."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -1019,7 +1033,8 @@ class AnalysisEngine:
         # Per position: when to report, (first, every), and when to stop; inf: never.
         schedule = [r if r and on_report else (math.inf, math.inf) for r in reports or [None] * n]
         limits = list(limits or [math.inf] * n)
-        if all(math.isinf(first) for first, _ in schedule) and all(map(math.isinf, limits)):
+        parted = math.isfinite(poll) or not all(map(math.isinf, limits))
+        if not parted and all(math.isinf(first) for first, _ in schedule):
             searched, _ = search(key_search)
         else:
 
@@ -1028,7 +1043,7 @@ class AnalysisEngine:
                     on_report(int(i), result)
 
             searched = _search_in_parts(
-                search, key_search, visits, batch, schedule, limits, report, stopped
+                search, key_search, visits, batch, schedule, limits, report, stopped, poll
             )
         return results(searched, range(n))
 

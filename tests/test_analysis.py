@@ -786,6 +786,27 @@ def test_a_terminate_arriving_during_a_search_stops_it_at_once():
     assert replies[2]["id"] == "all" and incoming.back == []
 
 
+def test_a_stream_stops_any_search_at_a_terminate():
+    """Read from a stream, a search without reports or ``maxTime`` runs in parts too
+    (about ``_TERMINATE_POLL`` seconds each), so that a terminate stops it; its result
+    is then the one search's, as far as it got. Without the stream it runs at once."""
+    eng = engine()
+    plain = query(id="plain", maxVisits=200)
+    stop = {"id": "t", "action": "terminate", "terminateId": "plain"}
+    incoming = _Incoming([json.dumps(stop)], after=1)  # after the first part
+    emitted: list[dict] = []
+    (reply,) = eng.handle([json.dumps(plain)], emitted.append, incoming)
+    assert emitted == [stop] and incoming.looks >= 2
+    assert reply["rootInfo"]["visits"] == 3 and not reply["isDuringSearch"]
+    # Nothing arrives: the parts make the whole search, the same as at once.
+    quiet = _Incoming([], after=0)
+    (parted,) = eng.handle([json.dumps(plain)], emitted.append, quiet)
+    (whole,) = eng.handle([json.dumps(plain)])
+    assert parted["rootInfo"]["visits"] == whole["rootInfo"]["visits"] == 200
+    assert [m["move"] for m in parted["moveInfos"]] == [m["move"] for m in whole["moveInfos"]]
+    assert [m["visits"] for m in parted["moveInfos"]] == [m["visits"] for m in whole["moveInfos"]]
+
+
 def test_analysis_search_kinds_are_checked():
     with pytest.raises(ValueError, match="search must be"):
         AnalysisEngine(model(), search="gumbel")
