@@ -20,7 +20,10 @@ The first two ways ask for unrelated positions, with the replay cache off
 leaves it out) times the batched queries again asking for KataGo's searched
 ownership (``includeOwnership``, the mean over the tree, which makes the search
 carry a map per node) and for everything (its stdev and every move's), against
-the same queries asking for none.
+the same queries asking for none. Another (``--no-stream`` leaves it out)
+times the batched queries as a stream of stdin sees them: every search then
+runs in parts of about half a second (so that a ``terminate`` can stop it),
+against at once.
 
 Both are timed after compilation (a first run of the same shapes); positions
 are counted per second of wall time, host work (parsing, replies as JSON)
@@ -97,12 +100,13 @@ def check(replies: list[dict], count: int) -> None:
         raise SystemExit(f"unexpected replies: {bad[:2]} ({len(replies)} for {count} queries)")
 
 
-def batched_seconds(engine: AnalysisEngine, lines: list[str]) -> float:
+def batched_seconds(engine: AnalysisEngine, lines: list[str], *stream) -> float:
     """Seconds to answer all ``lines`` handed over at once, warm (a first pass compiles
-    every shape the timed one meets: batch sizes, replay segments)."""
-    engine.handle(lines)
+    every shape the timed one meets: batch sizes, replay segments); ``stream``: the
+    ``emit`` and ``incoming`` of ``AnalysisEngine.handle``, as ``serve`` passes them."""
+    engine.handle(lines, *stream)
     start = time.perf_counter()
-    replies = engine.handle(lines)
+    replies = engine.handle(lines, *stream)
     seconds = time.perf_counter() - start
     check(replies, len(lines))
     return seconds
@@ -197,6 +201,48 @@ def ownership_rows(engine: AnalysisEngine, args: argparse.Namespace) -> list[dic
     return out
 
 
+class _NothingArrives:
+    """A stream's reader (``AnalysisEngine.handle``'s ``incoming``) that has no line
+    ready: the engine searches in parts to look for terminates, and finds none."""
+
+    def take_ready(self) -> list[str]:
+        return []
+
+    def give_back(self, lines: list[str]) -> None:
+        assert not lines
+
+
+def stream_rows(engine: AnalysisEngine, args: argparse.Namespace) -> list[dict]:
+    """Batched positions/s of the same queries searched at once and as read from a
+    stream (in parts, looking for terminates between them): the cost of the parts."""
+    print()
+    print(f"read from a stream, batched ({args.queries} positions, batch {engine.batch_size})")
+    header = f"{'visits':>6}  {'at once':>9}  {'in parts':>9}  {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    out = []
+    for visits in [v for v in args.visits if v > 1]:  # one visit: no search to part
+        lines = query_lines(args.size, args.queries, visits, seed=visits)
+        whole = args.queries / batched_seconds(engine, lines)
+        parted = args.queries / batched_seconds(
+            engine, lines, lambda reply: None, _NothingArrives()
+        )
+        ratio = parted / whole
+        out.append(
+            {
+                "size": args.size,
+                "visits": visits,
+                "batch_size": engine.batch_size,
+                "queries": args.queries,
+                "at_once_positions_per_second": round(whole, 2),
+                "in_parts_positions_per_second": round(parted, 2),
+                "ratio": round(ratio, 2),
+            }
+        )
+        print(f"{visits:>6}  {whole:>9.1f}  {parted:>9.1f}  {ratio:>5.2f}x", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=1000)
@@ -211,6 +257,12 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also time queries asking for ownership (batched, the largest batch size)",
+    )
+    parser.add_argument(
+        "--stream",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the batched queries as read from a stream (searches in parts)",
     )
     parser.add_argument("--json", help="also write the JSON summary to this file")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for CI")
@@ -282,6 +334,7 @@ def main() -> None:
         )
         print(f"{visits:>6}  {rates[1024]:>20.1f}  {rates[0]:>9.1f}  {ratio:>5.2f}x", flush=True)
     ownership = ownership_rows(engines[args.batch_size[-1]], args) if args.ownership else []
+    streamed = stream_rows(engines[args.batch_size[-1]], args) if args.stream else []
     line = json.dumps(
         {
             "device": device,
@@ -289,6 +342,7 @@ def main() -> None:
             "rows": rows,
             "move_by_move": stepping,
             "ownership": ownership,
+            "stream": streamed,
         }
     )
     if args.json:

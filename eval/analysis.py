@@ -342,7 +342,8 @@ def _search_in_parts(
     report: Callable[[Any, np.ndarray], None],
     stopped: Callable[[], list[int]] | None = None,
     poll: float = math.inf,
-) -> Any:
+    rate: float | None = None,
+) -> tuple[Any, float]:
     """Run ``search(key, tree=..., stop_at=...)`` (``batch`` positions, the first
     ``len(schedule)`` real) to ``visits`` root visits in parts, as KataGo reports during a
     search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
@@ -350,10 +351,11 @@ def _search_in_parts(
     seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
     ``stop_at`` stay where they are while the others go on), or when ``stopped()``
     (asked between parts, at least every ``poll`` seconds) names it (a terminate).
-    Each part is sized from the last one's speed to end at the next report, limit or
-    poll; the parts resume one search
-    (``gojax.search.search``'s ``resume``), so the last output is the one search's (a
-    position stopped by its limit: with the visits it had). Returns it."""
+    Each part is sized from the last one's speed (the first from ``rate``, visits a
+    second, if known; else it is a short one that measures it) to end at the next
+    report, limit or poll; the parts resume one search (``gojax.search.search``'s
+    ``resume``), so the last output is the one search's (a position stopped by its
+    limit: with the visits it had). Returns it and the last part's speed."""
     real = len(schedule)
     due = np.array([first for first, _ in schedule], np.float64)
     every = np.array([gap for _, gap in schedule], np.float64)
@@ -363,7 +365,7 @@ def _search_in_parts(
     done = np.ones(batch, np.int64)
     least = max(1, visits // _MOST_PARTS)
     start = time.monotonic()
-    tree, rate, part = None, None, 0
+    tree, part = None, 0
     while True:
         live = done[:real] < goal[:real]
         wait = min(due[live].min(initial=math.inf), limit[live].min(initial=math.inf))
@@ -391,7 +393,7 @@ def _search_in_parts(
             goal[rows] = done[rows]
         live = done[:real] < goal[:real]
         if not live.any():
-            return output
+            return output, rate
         rows = np.flatnonzero(live & (due <= now))
         if rows.size:
             report(output, rows)
@@ -624,6 +626,9 @@ class AnalysisEngine:
         self.optimism = resolve_optimism(model, root_policy_optimism, policy_optimism)
         self._search, self._evaluate = _device_functions(model, self.symmetry, self.optimism)
         self._replays = ReplayCache(replay_cache)
+        # Visits a second of the last search run in parts, by its shape (batch, visits,
+        # ownership kept): the next one's first part is sized from it, not measured.
+        self._speeds: dict[tuple, float] = {}
 
     def _next_key(self) -> jax.Array:
         self._calls += 1
@@ -1042,8 +1047,18 @@ class AnalysisEngine:
                 for i, result in zip(rows, results(searched, rows), strict=True):
                     on_report(int(i), result)
 
-            searched = _search_in_parts(
-                search, key_search, visits, batch, schedule, limits, report, stopped, poll
+            shape = (batch, visits, ownership, moves_ownership)
+            searched, self._speeds[shape] = _search_in_parts(
+                search,
+                key_search,
+                visits,
+                batch,
+                schedule,
+                limits,
+                report,
+                stopped,
+                poll,
+                self._speeds.get(shape),
             )
         return results(searched, range(n))
 

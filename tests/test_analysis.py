@@ -731,7 +731,7 @@ def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
     """``overrideSettings.maxTime`` (KaTrain sends it with every query): a position's search
     stops growing when its time is up, with the visits it has; the others of its batch
     run to their ``maxVisits``."""
-    eng = engine()
+    eng = unmeasured(engine())
     hurried = query(id="hurried", maxVisits=200, overrideSettings={"maxTime": 0.001})
     patient = query(id="patient", maxVisits=40, overrideSettings={"maxTime": 1e6})
     replies = {r["id"]: r for r in session([json.dumps(hurried), json.dumps(patient)], eng)}
@@ -742,6 +742,13 @@ def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
     assert not any(r["isDuringSearch"] for r in replies.values())
     (alone,) = session([json.dumps(query(id="patient", maxVisits=40))], eng)
     assert alone["moveInfos"] == replies["patient"]["moveInfos"]  # the same search
+
+
+def unmeasured(eng: AnalysisEngine) -> AnalysisEngine:
+    """``eng`` with no search speed remembered: its next search in parts begins with the
+    short part that measures it (1% of the visits), whatever the tests before it ran."""
+    eng._speeds.clear()
+    return eng
 
 
 class _Incoming:
@@ -766,7 +773,7 @@ def test_a_terminate_arriving_during_a_search_stops_it_at_once():
     """KaTrain terminates queries it no longer needs: between the parts of a search run in
     parts (``maxTime`` here) the terminated turn stops growing and replies with what it
     has, its batch-mate goes on, and a query line read meanwhile waits for the next batch."""
-    eng = engine()
+    eng = unmeasured(engine())
     long = query(id="long", maxVisits=200, analyzeTurns=[1, 2], overrideSettings={"maxTime": 1e6})
     stop = {"id": "t", "action": "terminate", "terminateId": "long", "turnNumbers": [2]}
     later = json.dumps(query(id="later"))
@@ -790,7 +797,7 @@ def test_a_stream_stops_any_search_at_a_terminate():
     """Read from a stream, a search without reports or ``maxTime`` runs in parts too
     (about ``_TERMINATE_POLL`` seconds each), so that a terminate stops it; its result
     is then the one search's, as far as it got. Without the stream it runs at once."""
-    eng = engine()
+    eng = unmeasured(engine())
     plain = query(id="plain", maxVisits=200)
     stop = {"id": "t", "action": "terminate", "terminateId": "plain"}
     incoming = _Incoming([json.dumps(stop)], after=1)  # after the first part
