@@ -205,6 +205,8 @@ class _NothingArrives:
     """A stream's reader (``AnalysisEngine.handle``'s ``incoming``) that has no line
     ready: the engine searches in parts to look for terminates, and finds none."""
 
+    live = True  # lines may arrive: the engine looks for them between parts
+
     def take_ready(self) -> list[str]:
         return []
 

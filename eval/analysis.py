@@ -642,17 +642,21 @@ class AnalysisEngine:
         emit: Callable[[dict], None] | None = None,
         incoming: Any = None,
     ) -> list[dict]:
-        """Replies to a batch of query lines, in the order of the lines.
+        """Replies to a batch of query lines. All queries of the batch are analysed
+        together, higher ``priority`` first.
 
-        Errors and warnings about a line come first, then its query's results
-        by turn. All queries of the batch are analysed together.
+        Without ``emit`` they are returned in the order of the lines: the errors and
+        warnings about a line, then its query's reports during the search
+        (``reportDuringSearchEvery``) and results by turn.
 
-        Reports during a search (``reportDuringSearchEvery``) come before their
-        query's results, or, with ``emit``, go to ``emit`` as they are made (a
-        stream): then every reply to the lines themselves (errors, warnings,
-        actions) is emitted first, and only the results are returned.
+        With ``emit`` (a stream, as ``serve`` answers stdin) every reply goes to
+        ``emit`` as soon as it is made, and nothing is returned: first the replies
+        to the lines themselves (errors, warnings, actions), then each result as its
+        search ends and each report when due, last the ``noResults`` of terminated
+        turns -- as KataGo answers, in the order the work finishes.
 
-        ``incoming`` (the stream's :class:`_LineReader`) is read between the parts of
+        ``incoming`` (the stream's :class:`_LineReader`: ``take_ready``,
+        ``give_back``, ``live``) is read between the parts of
         the batch's work for ``terminate`` actions, which act at once: a turn not yet
         searched gets KataGo's ``noResults`` reply, one being searched stops growing
         within about ``_TERMINATE_POLL`` seconds (its search runs in parts) and
@@ -677,18 +681,24 @@ class AnalysisEngine:
             for i, q in enumerate(pending)
         ]
         live = [(i, q) for i, q in live if q.turns]
-        streaming = emit is not None and any(q.reports for _, q in live)
+        streaming = emit is not None
         if streaming:
             for replies, _ in entries:
                 for reply in replies:
                     emit(reply)
         during: dict[int, list[dict]] = defaultdict(list)  # pending index -> reports
+        sent: set[int] = set()  # id() of the results emitted as they were made
 
         def report(k: int, reply: dict) -> None:
             if streaming:
                 emit(reply)
             else:
                 during[live[k][0]].append(reply)
+
+        def final(k: int, reply: dict) -> None:
+            if streaming:
+                emit(reply)
+                sent.add(id(reply))
 
         halted: list[set[int]] = [set() for _ in live]  # turns terminated meanwhile
         echoes: list[dict] = []
@@ -709,10 +719,10 @@ class AnalysisEngine:
                     echoes.append(echo)
             incoming.give_back(later)
 
+        # While lines may still arrive, searches run in parts to look for terminates.
+        poll = _TERMINATE_POLL if getattr(incoming, "live", False) else math.inf
         try:
-            results = self.analyse(
-                [q for _, q in live], report, halted, None if incoming is None else check
-            )
+            results = self.analyse([q for _, q in live], report, halted, check, poll, final)
         except Exception as err:  # a failure of the device must not end the stream
             traceback.print_exc(file=sys.stderr)
             message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
@@ -738,6 +748,11 @@ class AnalysisEngine:
                     out.append(stopped | {"turnNumber": turn})
                 else:
                     out.append(by_turn[turn])
+        if streaming:  # what is left: noResults, or errors of a failed batch
+            for reply in out:
+                if id(reply) not in sent:
+                    emit(reply)
+            return []
         return out + echoes
 
     def _parse_line(
@@ -821,26 +836,39 @@ class AnalysisEngine:
         report: Callable[[int, dict], None] | None = None,
         halted: list[set[int]] | None = None,
         check: Callable[[], None] | None = None,
+        poll: float = math.inf,
+        on_final: Callable[[int, dict], None] | None = None,
     ) -> list[list[dict]]:
         """Analyse every requested turn of ``queries``; per query its replies by turn,
         or one error reply (an illegal move, a setup without liberties). Queries that
         ask for reports during the search (``Query.reports``) get them through
-        ``report(query index, reply)`` (``isDuringSearch`` true), if given.
+        ``report(query index, reply)`` (``isDuringSearch`` true), if given, and every
+        final reply goes to ``on_final(query index, reply)`` as soon as it is made.
         ``check()`` runs between parts of the work and may add turns to ``halted``
         (per query): those not yet searched are skipped (no reply), those being
-        searched stop growing; given ``check``, every search runs in parts of about
-        ``_TERMINATE_POLL`` seconds so that it is asked often (a stream's terminates).
+        searched stop growing. With a finite ``poll`` every search runs in parts of
+        about that many seconds, so that ``check`` is asked that often (a stream's
+        terminates).
 
         Queries of one board size, rule set and move cap are replayed together
         (``batch_size`` at a time); the positions of each replay with the same
-        visit budget are searched together (``batch_size`` at a time).
+        visit budget are searched together (``batch_size`` at a time). Higher
+        priorities (``Query.priority``) go first: the queries are replayed in the
+        order of their highest, and the positions of a replay searched in the order
+        of theirs (ties: the earlier query, the earlier turn).
         """
         replies: list[list[dict]] = [[] for _ in queries]
         halted = halted if halted is not None else [set() for _ in queries]
-        poll = math.inf if check is None else _TERMINATE_POLL
         check = check or (lambda: None)
+        on_final = on_final or (lambda i, reply: None)
+
+        def priority(item: tuple[int, int, int]) -> int:  # (query, turn, state index)
+            return queries[item[0]].priority(item[1])
+
+        highest = [max(map(q.priority, q.turns)) for q in queries]
         groups: dict[tuple, list[int]] = defaultdict(list)
-        for i, query in enumerate(queries):
+        for i in sorted(range(len(queries)), key=lambda i: -highest[i]):  # stable: ties kept
+            query = queries[i]
             groups[(query.size, query.rules, query.max_moves)].append(i)
         for (size, rules, max_moves), members in groups.items():
             for chunk in _chunks(members, self.batch_size):
@@ -851,10 +879,15 @@ class AnalysisEngine:
                 for i, failure, first in zip(chunk, failures, firsts, strict=True):
                     if failure is not None:
                         replies[i] = [failure]
+                        on_final(i, failure)
                         continue
                     for k, turn in enumerate(queries[i].turns):
                         by_visits[queries[i].visits].append((i, turn, first + k))
-                for visits, items in sorted(by_visits.items()):
+                ordered = sorted(
+                    by_visits.items(), key=lambda kv: (-max(map(priority, kv[1])), kv[0])
+                )
+                for visits, items in ordered:
+                    items.sort(key=lambda item: -priority(item))
                     for part in _chunks(items, self.batch_size):
                         check()
                         part = [item for item in part if item[1] not in halted[item[0]]]
@@ -885,6 +918,9 @@ class AnalysisEngine:
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
+                            on_final(i, replies[i][-1])
+        for reply in replies:  # by turn, whatever order they were searched in
+            reply.sort(key=lambda r: r.get("turnNumber", -1))
         return replies
 
     def _replay_chunk(
@@ -1134,20 +1170,15 @@ class AnalysisEngine:
         """Answer queries until stdin ends: each batch is every line already waiting."""
         reader = _LineReader(stdin)
 
-        def write(reply: dict) -> None:
+        def emit(reply: dict) -> None:  # every reply is seen as soon as it is made
             stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
-
-        def emit(reply: dict) -> None:  # a reply during a search: seen at once
-            write(reply)
             stdout.flush()
 
         while True:
             lines = reader.batch(self.batch_size)
             if lines is None:
                 return
-            for reply in self.handle(lines, emit, reader):
-                write(reply)
-            stdout.flush()
+            self.handle(lines, emit, reader)
 
 
 def _terminate_request(line: str) -> dict | None:
@@ -1209,6 +1240,12 @@ class _LineReader:
             line, self._buffer = self._buffer.split(b"\n", 1)
             lines.append(line.decode("utf-8", errors="replace"))
         return lines
+
+    @property
+    def live(self) -> bool:
+        """Whether lines may still arrive while a batch is analysed (a pipe or a terminal
+        not at its end; an in-memory stream has all its lines already)."""
+        return self._fd is not None and not self._eof
 
     def take_ready(self) -> list[str]:
         """Every complete line available now, without waiting ([] for an in-memory

@@ -130,6 +130,13 @@ class Query:
     # inf when only the first is asked for), or None: no report before the final one.
     reports: tuple[float, float] | None = None
     max_time: float = math.inf  # seconds a search may take (overrideSettings maxTime)
+    # (turn, priority) of every turn of ``turns`` whose priority is not 0 (``priority``,
+    # ``priorities``): higher is analysed first; ties go to the earlier query.
+    priorities: tuple[tuple[int, int], ...] = ()
+
+    def priority(self, turn: int) -> int:
+        """The priority of analysing ``turn`` (KataGo's default 0)."""
+        return dict(self.priorities).get(turn, 0)
 
     @property
     def max_moves(self) -> int:
@@ -344,12 +351,6 @@ def _position(request: dict) -> tuple[int, np.ndarray, list[tuple[int, int]], in
 
 def _turns(request: dict, moves: int) -> tuple[int, ...]:
     """The turns to analyse, ascending (default: the last position)."""
-    if "priority" in request:  # only checked: every turn of a batch finishes together
-        _integer(request["priority"], "priority", -(1 << 62), 1 << 62, "Must be an integer")
-    if "priorities" in request and not (
-        isinstance(request["priorities"], list) and "analyzeTurns" in request
-    ):
-        raise QueryError("priorities", "Must be an array of integers matching analyzeTurns")
     if "analyzeTurns" not in request:
         return (moves,)
     turns = request["analyzeTurns"]
@@ -360,6 +361,30 @@ def _turns(request: dict, moves: int) -> tuple[int, ...]:
         bad = f"Invalid turn number: {turn}" if isinstance(turn, int) else message
         _integer(turn, "analyzeTurns", 0, moves, bad)
     return tuple(sorted({int(t) for t in turns}))
+
+
+_PRIORITY_RANGE = (-(1 << 62), 1 << 62)
+
+
+def _priorities(request: dict, turns: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """``Query.priorities``: ``priorities`` (one per entry of ``analyzeTurns``; a turn
+    listed twice keeps its highest) if given, else ``priority`` for every turn."""
+    base = 0
+    if "priority" in request:
+        base = _integer(request["priority"], "priority", *_PRIORITY_RANGE, "Must be an integer")
+    by_turn = dict.fromkeys(turns, base)
+    if "priorities" in request:
+        values, listed = request["priorities"], request.get("analyzeTurns")
+        message = "Must be an array of integers matching analyzeTurns"
+        if not (isinstance(values, list) and isinstance(listed, list)):
+            raise QueryError("priorities", message)
+        if len(values) != len(listed):
+            raise QueryError("priorities", message)
+        by_turn = {}
+        for turn, value in zip(listed, values, strict=True):
+            value = _integer(value, "priorities", *_PRIORITY_RANGE, message)
+            by_turn[int(turn)] = max(value, by_turn.get(int(turn), value))
+    return tuple((turn, by_turn[turn]) for turn in turns if by_turn[turn])
 
 
 def _scoring(
@@ -480,6 +505,7 @@ def parse_query(
     warnings: list[tuple[str, str]] = []
     size, setup, moves, first = _position(request)
     turns = _turns(request, len(moves))
+    priorities = _priorities(request, turns)
     rules, komi, warning = _scoring(request, setup, moves, size)
     if warning:
         warnings.append(("rules", warning))
@@ -521,5 +547,6 @@ def parse_query(
         avoid=avoid,
         reports=reports,
         max_time=max_time,
+        priorities=priorities,
     )
     return query, warnings

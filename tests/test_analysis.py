@@ -159,6 +159,11 @@ def test_query_defaults_and_handicap_komi():
     assert q.komi == 7.0 and q.first_player == WHITE
     q, _ = parse(analyzeTurns=[2, 0, 0], maxVisits=3, analysisPVLen=4, includePolicy=True)
     assert q.turns == (0, 2) and q.visits == 3 and q.pv_length == 4 and q.include_policy
+    assert (q.priority(0), q.priority(2)) == (0, 0)
+    q, _ = parse(analyzeTurns=[2, 0, 0], priority=3)
+    assert (q.priority(0), q.priority(2)) == (3, 3)
+    q, _ = parse(analyzeTurns=[2, 0, 0], priority=3, priorities=[-1, 4, 7])  # wins; the top
+    assert (q.priority(0), q.priority(2)) == (7, -1)
     q, _ = parse(moves=[["B", "(4,4)"], ["W", "pass"]])
     assert list(q.actions) == [gtp_to_action("E5", 9), 81]
 
@@ -204,6 +209,8 @@ def test_query_warnings_for_ignored_and_unknown_fields():
         ({"overrideSettings": []}, "overrideSettings", "object"),
         ({"moves": [["B", "pass"]] * 400}, "moves", "Too many moves"),
         ({"priorities": [1]}, "priorities", "analyzeTurns"),
+        ({"analyzeTurns": [0, 1], "priorities": [1]}, "priorities", "analyzeTurns"),
+        ({"analyzeTurns": [0], "priorities": [0.5]}, "priorities", "analyzeTurns"),
         ({"priority": "high"}, "priority", "integer"),
         ({"avoidMoves": [], "allowMoves": []}, "allowMoves", "Cannot specify both"),
         ({"avoidMoves": {"player": "B"}}, "avoidMoves", "list of dicts"),
@@ -711,20 +718,19 @@ def test_reports_during_a_search_lead_to_the_same_final_result():
 
 
 def test_reports_are_streamed_after_the_lines_own_replies():
-    """With ``emit`` (the stream), warnings come out before the reports, and the reports as
-    they are made; ``handle`` returns only what is left: the final results."""
+    """With ``emit`` (the stream), warnings come out before the reports, the reports as
+    they are made, the final result when its search ends; ``handle`` returns nothing."""
     eng = engine()
     emitted: list[dict] = []
     lines = [
         json.dumps(query(id="r", maxVisits=24, typo=1, firstReportDuringSearchAfter=0.001)),
         json.dumps({"id": "v", "action": "query_version"}),
     ]
-    returned = eng.handle(lines, emitted.append)
+    assert eng.handle(lines, emitted.append) == []
     assert [r.get("warning") is not None for r in emitted[:1]] == [True]
     assert emitted[1]["id"] == "v" and "version" in emitted[1]
-    assert [r["isDuringSearch"] for r in emitted[2:]] == [True]  # only a first report
-    assert [(r["id"], r["isDuringSearch"]) for r in returned] == [("r", False)]
-    assert returned[0]["rootInfo"]["visits"] == 24
+    assert [r["isDuringSearch"] for r in emitted[2:]] == [True, False]  # one first report
+    assert emitted[-1]["id"] == "r" and emitted[-1]["rootInfo"]["visits"] == 24
 
 
 def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
@@ -755,6 +761,8 @@ class _Incoming:
     """A stream's reader as ``handle`` sees it: ``lines`` become available at the
     ``after``-th look (0: the first), once; what is given back is kept."""
 
+    live = True  # lines may arrive during a search: searches run in parts
+
     def __init__(self, lines: list[str], after: int) -> None:
         self.lines, self.after, self.looks, self.back = list(lines), after, 0, []
 
@@ -779,9 +787,10 @@ def test_a_terminate_arriving_during_a_search_stops_it_at_once():
     later = json.dumps(query(id="later"))
     incoming = _Incoming([json.dumps(stop), later], after=1)  # after the first part
     emitted: list[dict] = []
-    replies = eng.handle([json.dumps(long)], emitted.append, incoming)
-    assert emitted == [stop]  # the echo, at once
+    assert eng.handle([json.dumps(long)], emitted.append, incoming) == []
+    assert emitted[0] == stop  # the echo, at once
     assert incoming.back == [later]
+    replies = emitted[1:]
     by_turn = {r["turnNumber"]: r for r in replies}
     assert [r["isDuringSearch"] for r in replies] == [False, False]
     assert by_turn[1]["rootInfo"]["visits"] == 200
@@ -802,16 +811,50 @@ def test_a_stream_stops_any_search_at_a_terminate():
     stop = {"id": "t", "action": "terminate", "terminateId": "plain"}
     incoming = _Incoming([json.dumps(stop)], after=1)  # after the first part
     emitted: list[dict] = []
-    (reply,) = eng.handle([json.dumps(plain)], emitted.append, incoming)
-    assert emitted == [stop] and incoming.looks >= 2
+    eng.handle([json.dumps(plain)], emitted.append, incoming)
+    (echo, reply) = emitted
+    assert echo == stop and incoming.looks >= 2
     assert reply["rootInfo"]["visits"] == 3 and not reply["isDuringSearch"]
     # Nothing arrives: the parts make the whole search, the same as at once.
-    quiet = _Incoming([], after=0)
-    (parted,) = eng.handle([json.dumps(plain)], emitted.append, quiet)
+    emitted.clear()
+    eng.handle([json.dumps(plain)], emitted.append, _Incoming([], after=0))
+    (parted,) = emitted
     (whole,) = eng.handle([json.dumps(plain)])
     assert parted["rootInfo"]["visits"] == whole["rootInfo"]["visits"] == 200
     assert [m["move"] for m in parted["moveInfos"]] == [m["move"] for m in whole["moveInfos"]]
     assert [m["visits"] for m in parted["moveInfos"]] == [m["visits"] for m in whole["moveInfos"]]
+
+
+def test_results_stream_as_they_are_made_higher_priority_first():
+    """KaTrain asks for a whole game at a low priority and the move on screen at a high
+    one: the high one is searched first and, read from a stream, its result comes out
+    before the others are searched (KataGo's ``priority`` / ``priorities``); without a
+    stream the replies keep the order of the lines and turns."""
+    eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=2, min_batch=2)
+    game = query(id="game", analyzeTurns=[0, 1, 2], maxVisits=8, priorities=[0, 5, 0])
+    screen = query(id="screen", maxVisits=8, priority=10)
+    lines = [json.dumps(game), json.dumps(screen)]
+    emitted: list[dict] = []
+
+    original = eng._analyse_positions
+
+    def spy(states, index, *args, **kwargs):  # marks each batch of positions searched
+        emitted.append({"searched": len(index)})
+        return original(states, index, *args, **kwargs)
+
+    eng._analyse_positions = spy
+    assert eng.handle(lines, emitted.append) == []
+    order = [(r["id"], r["turnNumber"]) if "id" in r else r["searched"] for r in emitted]
+    # batch_size 2: the screen's turn and the game's priority-5 turn, then the others.
+    assert order == [2, ("screen", 2), ("game", 1), 2, ("game", 0), ("game", 2)]
+    emitted.clear()
+    returned = eng.handle(lines)
+    assert [(r["id"], r["turnNumber"]) for r in returned] == [
+        ("game", 0),
+        ("game", 1),
+        ("game", 2),
+        ("screen", 2),
+    ]
 
 
 def test_analysis_search_kinds_are_checked():
@@ -889,8 +932,9 @@ def test_gojax_analysis_subprocess_session():
     )
     assert done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [r.get("id") for r in replies] == ["one", None, "two"]
-    assert replies[0]["rootInfo"]["visits"] == 1 and "error" in replies[1]
+    # The error about a line at once, the results as their searches end.
+    assert [r.get("id") for r in replies] == [None, "one", "two"]
+    assert "error" in replies[0] and replies[1]["rootInfo"]["visits"] == 1
     assert replies[2]["rootInfo"]["visits"] == 2 and len(replies[2]["ownership"]) == 81
     assert "ready" in done.stderr
 
