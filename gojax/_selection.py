@@ -48,6 +48,17 @@ def _exploration_scale(tree: Tree, node, pb_c_init: float, pb_c_base: float) -> 
     return jnp.sqrt(node_visits) * pb_c
 
 
+def puct_values(tree: Tree, node, normalised: bool) -> jax.Array:
+    """``[A]`` the value term of PUCT at ``node``: mctx's (MuZero's) Q normalised to [0, 1]
+    by the parent's and the siblings' values (an unvisited child: the parent's), or, not
+    ``normalised``, AlphaGo Zero's mean value as it stands, in [-1, 1] for the player to
+    move (an unvisited child: 0). Normalised, the best child is worth 1 however small its
+    margin, and the exploration term, of the same size as ever, matters far less."""
+    if normalised:
+        return mctx.qtransform_by_parent_and_siblings(tree, node)
+    return jnp.where(tree.children_visits[node] > 0, tree.qvalues(node), 0.0)
+
+
 def forced_visits(priors: jax.Array, visits: jax.Array, k: float) -> jax.Array:
     """KataGo's forced playouts ``n_forced = sqrt(k * P * sum(N))`` of each root child.
 
@@ -66,8 +77,10 @@ def puct(
     pb_c_init: float,
     pb_c_base: float,
     forced_playouts: float = 0.0,
+    normalised: bool = True,
 ) -> jax.Array:
-    """AlphaZero / MuZero PUCT (MuZero's Appendix B), Q normalised by parent and siblings.
+    """AlphaZero / MuZero PUCT (MuZero's Appendix B), Q normalised by parent and siblings
+    (not ``normalised``: AlphaGo Zero's raw values, :func:`puct_values`).
 
     With ``forced_playouts = k > 0`` (a root rule only), KataGo's forced
     playouts (Wu 2019, "Forced Playouts and Policy Target Pruning"): a child
@@ -79,7 +92,7 @@ def puct(
     priors = jax.nn.softmax(tree.children_prior_logits[node])
     scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
     exploration = scale * priors / (visits + 1)
-    value = mctx.qtransform_by_parent_and_siblings(tree, node)
+    value = puct_values(tree, node, normalised)
     tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
     invalid = tree.root_invalid_actions * (depth == 0)
     if forced_playouts:  # static: only the root's rule is built with it
@@ -157,7 +170,13 @@ def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> j
 
 
 def pruned_visits(
-    tree: Tree, node, *, forced_playouts: float, pb_c_init: float, pb_c_base: float
+    tree: Tree,
+    node,
+    *,
+    forced_playouts: float,
+    pb_c_init: float,
+    pb_c_base: float,
+    normalised: bool = True,
 ) -> jax.Array:
     """KataGo's policy target pruning (Wu 2019): ``[A]`` float32 root visits less the
     forced playouts PUCT would not have given.
@@ -170,7 +189,7 @@ def pruned_visits(
     visits = tree.children_visits[node].astype(jnp.float32)
     priors = jax.nn.softmax(tree.children_prior_logits[node])
     scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
-    value = mctx.qtransform_by_parent_and_siblings(tree, node)
+    value = puct_values(tree, node, normalised)
     best = first_argmax(visits, tree.root_invalid_actions)
     best_score = value[best] + scale * priors[best] / (visits[best] + 1)
     # PUCT(c, n) = value + scale * P / (n + 1) < best_score  <=>  n > scale * P / gap - 1.

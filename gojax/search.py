@@ -193,6 +193,10 @@ class SearchConfig:
         given (``_selection.pruned_visits``). ``visit_counts`` keeps the
         visits as searched. For self-play: evaluation and play leave it at
         0, as KataGo does.
+      normalise_values: ``kind="puct"`` only: True (the default), mctx's Q
+        normalised to [0, 1] by the parent's and siblings' values; False,
+        AlphaGo Zero's raw mean values in [-1, 1], 0 for an unvisited child
+        (``gojax._selection.puct_values``).
     """
 
     kind: str = "puct"
@@ -208,6 +212,7 @@ class SearchConfig:
     uct_c: float = 1.0
     moves: str = "legal"
     forced_playouts: float = 0.0
+    normalise_values: bool = True
     lcb_selection: bool = False
     lcb_min_visit_fraction: float = 0.15
     static_score_utility: float = _utility.STATIC_SCORE_UTILITY
@@ -241,6 +246,8 @@ class SearchConfig:
         for name in ("static_score_utility", "dynamic_score_utility"):
             if not getattr(self, name) >= 0.0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
+        if not self.normalise_values and self.kind != "puct":
+            raise ValueError(f"normalise_values=False needs kind='puct', not {self.kind!r}")
         if self.forced_playouts and self.kind != "puct":
             raise ValueError(
                 f"forced_playouts needs kind='puct' (KataGo's PUCT root), not {self.kind!r}"
@@ -1255,7 +1262,10 @@ def search(
 
     if config.kind == "puct":
         rule = functools.partial(
-            _selection.puct, pb_c_init=config.pb_c_init, pb_c_base=config.pb_c_base
+            _selection.puct,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+            normalised=config.normalise_values,
         )
         root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
         rules = _Rules(root_rule, rule)
@@ -1326,6 +1336,7 @@ def search(
                 forced_playouts=config.forced_playouts,
                 pb_c_init=config.pb_c_init,
                 pb_c_base=config.pb_c_base,
+                normalised=config.normalise_values,
             )
             kept = jax.vmap(prune, in_axes=[0, None])(tree, Tree.ROOT_INDEX)
         else:

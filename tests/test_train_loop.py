@@ -360,6 +360,17 @@ def test_score_utility_weights_reach_every_search_of_a_run(monkeypatch):
         selfplay_config(config)
 
 
+def test_raw_values_key_reaches_the_self_play_search():
+    config = tiny_config()
+    assert selfplay_config(config).search.normalise_values
+    apply_overrides(config, ["--config.selfplay.normalise_values=false"])
+    search = selfplay_config(config).search
+    assert search.kind == "puct" and not search.normalise_values
+    apply_overrides(config, ["--config.selfplay.search_kind=gumbel"])
+    with pytest.raises(ValueError, match="normalise_values=False needs kind='puct'"):
+        selfplay_config(config)
+
+
 def test_keys_added_later_do_not_block_resume_at_their_default():
     current = config_to_json(default_config())
     saved = json.loads(json.dumps(current))

@@ -144,6 +144,9 @@ def default_config() -> ml_collections.ConfigDict:
             # PUCT only: KataGo's forced playouts and policy target pruning, k in
             # n_forced = sqrt(k P sum N) (KataGo: 2); 0: off. Full searches only.
             forced_playouts=0.0,
+            # PUCT only: False searches on AlphaGo Zero's raw values in [-1, 1] rather
+            # than mctx's normalised ones (SearchConfig.normalise_values).
+            normalise_values=True,
             # search_kind "katago" only: the weights of KataGo's score utility
             # (SearchConfig.static_score_utility / dynamic_score_utility); 0 and 0:
             # search on the value alone.
@@ -374,6 +377,7 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         max_num_considered_actions=s.gumbel_considered,
         gumbel_scale=s.gumbel_scale,
         forced_playouts=s.forced_playouts,
+        normalise_values=s.normalise_values,
         static_score_utility=s.static_score_utility,
         dynamic_score_utility=s.dynamic_score_utility,
     )
