@@ -550,6 +550,37 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
 # The engine
 
 
+@dataclasses.dataclass
+class _Stream:
+    """How :meth:`AnalysisEngine.analyse` talks to a stream while a batch is analysed.
+
+    Attributes:
+      halted: per query, turns a terminate stopped meanwhile (``check`` adds to
+        them): not searched yet, they are skipped; being searched, they stop growing.
+      deferred: per query, turns left for a later batch after ``pause`` (filled in).
+      report: ``(query index, reply)`` of a report during a search, or None: none.
+      final: ``(query index, reply)`` of every final reply, as soon as it is made.
+      check: reads what arrived (terminates) between parts of the work.
+      pause: ``(priority of the next positions) -> bool``: True leaves them and
+        everything after them to ``deferred`` (a more urgent query arrived).
+      poll: seconds between calls of ``check`` during a search (it then runs in
+        parts); inf: a search runs at once.
+    """
+
+    halted: list[set[int]]
+    deferred: list[set[int]]
+    report: Callable[[int, dict], None] | None = None
+    final: Callable[[int, dict], None] = lambda i, reply: None
+    check: Callable[[], None] = lambda: None
+    pause: Callable[[int], bool] = lambda priority: False
+    poll: float = math.inf
+
+    @classmethod
+    def quiet(cls, queries: int) -> _Stream:
+        """No stream: nothing reported early, nothing arrives."""
+        return cls([set() for _ in range(queries)], [set() for _ in range(queries)])
+
+
 class AnalysisEngine:
     """Answers batches of KataGo analysis queries with one network.
 
@@ -629,6 +660,8 @@ class AnalysisEngine:
         # Visits a second of the last search run in parts, by its shape (batch, visits,
         # ownership kept): the next one's first part is sized from it, not measured.
         self._speeds: dict[tuple, float] = {}
+        # Queries (their turns not yet analysed) a paused batch left for the next one.
+        self.carried: list[Query] = []
 
     def _next_key(self) -> jax.Array:
         self._calls += 1
@@ -656,16 +689,22 @@ class AnalysisEngine:
         turns -- as KataGo answers, in the order the work finishes.
 
         ``incoming`` (the stream's :class:`_LineReader`: ``take_ready``,
-        ``give_back``, ``live``) is read between the parts of
-        the batch's work for ``terminate`` actions, which act at once: a turn not yet
-        searched gets KataGo's ``noResults`` reply, one being searched stops growing
-        within about ``_TERMINATE_POLL`` seconds (its search runs in parts) and
-        replies with what it has; other lines wait for the next batch. Their echoes go
-        to ``emit`` (else after the results).
+        ``give_back``, ``live``) is read between the parts of the batch's work.
+        ``terminate`` actions act at once: a turn not yet searched gets KataGo's
+        ``noResults`` reply, one being searched stops growing within about
+        ``_TERMINATE_POLL`` seconds (its search runs in parts) and replies with what
+        it has; their echoes go to ``emit`` (else after the results). Other lines
+        wait for the next batch; with ``emit``, a query line among them with a higher
+        priority than the work left pauses the batch: the turns not yet searched are
+        carried over to the next call (:attr:`carried`), which analyses them with
+        that call's lines, in priority order.
         """
         entries: list[tuple[list[dict], int | None]] = []  # replies, index into pending
-        pending: list[Query] = []
-        cancelled: list[set[int]] = []  # per pending query: turns a terminate action stopped
+        # Turns carried over from a paused batch come first: earlier, they win ties.
+        pending: list[Query] = list(self.carried)
+        cancelled: list[set[int]] = [set() for _ in pending]  # per query: turns terminated
+        entries += [([], i) for i in range(len(pending))]
+        self.carried = []
         for line in lines:
             if not line.strip():
                 continue
@@ -688,6 +727,8 @@ class AnalysisEngine:
                     emit(reply)
         during: dict[int, list[dict]] = defaultdict(list)  # pending index -> reports
         sent: set[int] = set()  # id() of the results emitted as they were made
+        echoes: list[dict] = []
+        urgent: list[int] = []  # the priorities of query lines that arrived meanwhile
 
         def report(k: int, reply: dict) -> None:
             if streaming:
@@ -700,9 +741,6 @@ class AnalysisEngine:
                 emit(reply)
                 sent.add(id(reply))
 
-        halted: list[set[int]] = [set() for _ in live]  # turns terminated meanwhile
-        echoes: list[dict] = []
-
         def check() -> None:
             if incoming is None:
                 return
@@ -711,24 +749,34 @@ class AnalysisEngine:
                 request = _terminate_request(line)
                 if request is None:
                     later.append(line)
+                    urgent.append(_line_priority(line))
                     continue
-                echo = self._action(request, [q for _, q in live], halted)
+                echo = self._action(request, [q for _, q in live], stream.halted)
                 if emit is not None:
                     emit(echo)
                 else:
                     echoes.append(echo)
             incoming.give_back(later)
 
+        stream = _Stream.quiet(len(live))
+        stream.report, stream.final, stream.check = report, final, check
+        if streaming:  # without a stream every reply is awaited: nothing can wait
+            stream.pause = lambda priority: max(urgent, default=priority) > priority
         # While lines may still arrive, searches run in parts to look for terminates.
-        poll = _TERMINATE_POLL if getattr(incoming, "live", False) else math.inf
+        stream.poll = _TERMINATE_POLL if getattr(incoming, "live", False) else math.inf
         try:
-            results = self.analyse([q for _, q in live], report, halted, check, poll, final)
+            results = self.analyse([q for _, q in live], stream)
         except Exception as err:  # a failure of the device must not end the stream
             traceback.print_exc(file=sys.stderr)
             message = f"analysis failed: {type(err).__name__}: {err}".splitlines()[0]
             results = [[{"error": message, "id": q.id}] for _, q in live]
+            stream.deferred = [set() for _ in live]
+        for (_, query), turns in zip(live, stream.deferred, strict=True):
+            if turns:
+                self.carried.append(dataclasses.replace(query, turns=tuple(sorted(turns))))
         analysed = dict(zip([i for i, _ in live], results, strict=True))
-        halted_by_index = dict(zip([i for i, _ in live], halted, strict=True))
+        halted_by_index = dict(zip([i for i, _ in live], stream.halted, strict=True))
+        deferred_by_index = dict(zip([i for i, _ in live], stream.deferred, strict=True))
         out = []
         for replies, index in entries:
             if not streaming:
@@ -742,6 +790,8 @@ class AnalysisEngine:
                 continue
             by_turn = {r["turnNumber"]: r for r in results}
             for turn in query.turns:
+                if turn in deferred_by_index.get(index, ()):
+                    continue  # carried over: answered by a later call
                 never = turn not in by_turn and turn in halted_by_index.get(index, ())
                 if turn in cancelled[index] or never:
                     stopped = {"id": query.id, "isDuringSearch": False, "noResults": True}
@@ -830,25 +880,11 @@ class AnalysisEngine:
 
     # -- analysis ----------------------------------------------------------------
 
-    def analyse(
-        self,
-        queries: list[Query],
-        report: Callable[[int, dict], None] | None = None,
-        halted: list[set[int]] | None = None,
-        check: Callable[[], None] | None = None,
-        poll: float = math.inf,
-        on_final: Callable[[int, dict], None] | None = None,
-    ) -> list[list[dict]]:
+    def analyse(self, queries: list[Query], stream: _Stream | None = None) -> list[list[dict]]:
         """Analyse every requested turn of ``queries``; per query its replies by turn,
-        or one error reply (an illegal move, a setup without liberties). Queries that
-        ask for reports during the search (``Query.reports``) get them through
-        ``report(query index, reply)`` (``isDuringSearch`` true), if given, and every
-        final reply goes to ``on_final(query index, reply)`` as soon as it is made.
-        ``check()`` runs between parts of the work and may add turns to ``halted``
-        (per query): those not yet searched are skipped (no reply), those being
-        searched stop growing. With a finite ``poll`` every search runs in parts of
-        about that many seconds, so that ``check`` is asked that often (a stream's
-        terminates).
+        or one error reply (an illegal move, a setup without liberties). ``stream``:
+        how the work talks to a stream as it goes (reports, results as made,
+        terminates, pausing for new work; :class:`_Stream`).
 
         Queries of one board size, rule set and move cap are replayed together
         (``batch_size`` at a time); the positions of each replay with the same
@@ -857,13 +893,16 @@ class AnalysisEngine:
         order of their highest, and the positions of a replay searched in the order
         of theirs (ties: the earlier query, the earlier turn).
         """
+        stream = stream or _Stream.quiet(len(queries))
         replies: list[list[dict]] = [[] for _ in queries]
-        halted = halted if halted is not None else [set() for _ in queries]
-        check = check or (lambda: None)
-        on_final = on_final or (lambda i, reply: None)
+        paused = False
 
         def priority(item: tuple[int, int, int]) -> int:  # (query, turn, state index)
             return queries[item[0]].priority(item[1])
+
+        def defer(items: Iterable[tuple[int, int]]) -> None:
+            for i, turn in items:
+                stream.deferred[i].add(turn)
 
         highest = [max(map(q.priority, q.turns)) for q in queries]
         groups: dict[tuple, list[int]] = defaultdict(list)
@@ -872,6 +911,9 @@ class AnalysisEngine:
             groups[(query.size, query.rules, query.max_moves)].append(i)
         for (size, rules, max_moves), members in groups.items():
             for chunk in _chunks(members, self.batch_size):
+                if paused:  # not even replayed
+                    defer((i, turn) for i in chunk for turn in queries[i].turns)
+                    continue
                 kept, failures, firsts = self._replay_chunk(
                     [queries[i] for i in chunk], size, rules, max_moves
                 )
@@ -879,7 +921,7 @@ class AnalysisEngine:
                 for i, failure, first in zip(chunk, failures, firsts, strict=True):
                     if failure is not None:
                         replies[i] = [failure]
-                        on_final(i, failure)
+                        stream.final(i, failure)
                         continue
                     for k, turn in enumerate(queries[i].turns):
                         by_visits[queries[i].visits].append((i, turn, first + k))
@@ -889,39 +931,53 @@ class AnalysisEngine:
                 for visits, items in ordered:
                     items.sort(key=lambda item: -priority(item))
                     for part in _chunks(items, self.batch_size):
-                        check()
-                        part = [item for item in part if item[1] not in halted[item[0]]]
-                        if not part:
+                        stream.check()
+                        part = [item for item in part if item[1] not in stream.halted[item[0]]]
+                        if part and not paused:
+                            paused = stream.pause(priority(part[0]))
+                        if paused:
+                            defer((i, turn) for i, turn, _ in part)
+                        if paused or not part:
                             continue
-
-                        def stopped(part=part) -> list[int]:
-                            check()
-                            return [r for r, (i, t, _) in enumerate(part) if t in halted[i]]
-
-                        results = self._analyse_positions(
-                            kept,
-                            [index for _, _, index in part],
-                            visits,
-                            [queries[i].pv_length for i, _, _ in part],
-                            [queries[i].avoid for i, _, _ in part],
-                            ownership=any(_wants_ownership(queries[i]) for i, _, _ in part),
-                            moves_ownership=any(
-                                _wants_moves_ownership(queries[i]) for i, _, _ in part
-                            ),
-                            reports=[queries[i].reports for i, _, _ in part],
-                            limits=[queries[i].max_time for i, _, _ in part],
-                            stopped=stopped,
-                            poll=poll,
-                            on_report=None
-                            if report is None
-                            else functools.partial(_report_during_search, report, queries, part),
-                        )
+                        results = self._search_part(queries, kept, part, visits, stream)
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
-                            on_final(i, replies[i][-1])
+                            stream.final(i, replies[i][-1])
         for reply in replies:  # by turn, whatever order they were searched in
             reply.sort(key=lambda r: r.get("turnNumber", -1))
         return replies
+
+    def _search_part(
+        self,
+        queries: list[Query],
+        kept: GoState,
+        part: list[tuple[int, int, int]],
+        visits: int,
+        stream: _Stream,
+    ) -> list[_Result]:
+        """The results of the positions ``part`` (query, turn, index into ``kept``),
+        searched together with ``visits`` each."""
+
+        def stopped() -> list[int]:
+            stream.check()
+            return [r for r, (i, t, _) in enumerate(part) if t in stream.halted[i]]
+
+        return self._analyse_positions(
+            kept,
+            [index for _, _, index in part],
+            visits,
+            [queries[i].pv_length for i, _, _ in part],
+            [queries[i].avoid for i, _, _ in part],
+            ownership=any(_wants_ownership(queries[i]) for i, _, _ in part),
+            moves_ownership=any(_wants_moves_ownership(queries[i]) for i, _, _ in part),
+            reports=[queries[i].reports for i, _, _ in part],
+            limits=[queries[i].max_time for i, _, _ in part],
+            stopped=stopped,
+            poll=stream.poll,
+            on_report=None
+            if stream.report is None
+            else functools.partial(_report_during_search, stream.report, queries, part),
+        )
 
     def _replay_chunk(
         self, queries: list[Query], size: int, rules: str, max_moves: int
@@ -1175,10 +1231,11 @@ class AnalysisEngine:
             stdout.flush()
 
         while True:
-            lines = reader.batch(self.batch_size)
-            if lines is None:
+            # With work carried over from a paused batch, take what has arrived, no wait.
+            lines = reader.batch(self.batch_size, wait=not self.carried)
+            if lines is None and not self.carried:
                 return
-            self.handle(lines, emit, reader)
+            self.handle(lines or [], emit, reader)
 
 
 def _terminate_request(line: str) -> dict | None:
@@ -1194,6 +1251,21 @@ def _terminate_request(line: str) -> dict | None:
     ):
         return request
     return None
+
+
+def _line_priority(line: str) -> int:
+    """The highest priority a query line asks for (``priority``, ``priorities``;
+    KataGo's default 0, also for a line that is not a valid query: its error is quick)."""
+    try:
+        request = json.loads(line)
+    except (ValueError, RecursionError):
+        return 0
+    if not isinstance(request, dict) or "action" in request:
+        return 0
+    values = request.get("priorities")
+    values = values if isinstance(values, list) and values else [request.get("priority", 0)]
+    numbers = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return max(numbers, default=0)
 
 
 def _chunks(items: list, size: int) -> Iterable[list]:
@@ -1260,8 +1332,9 @@ class _LineReader:
         """Lines taken early (``take_ready``) for the next batches, in their order."""
         self._unread = list(lines) + self._unread
 
-    def batch(self, limit: int) -> list[str] | None:
-        """Up to ``limit`` lines, or None when the stream has ended."""
+    def batch(self, limit: int, wait: bool = True) -> list[str] | None:
+        """Up to ``limit`` lines, or None when the stream has ended; without ``wait``
+        only those already available (maybe none)."""
         lines, self._unread = self._unread[:limit], self._unread[limit:]
         if self._fd is None:
             while len(lines) < limit:
@@ -1271,7 +1344,7 @@ class _LineReader:
                 lines.append(line)
             return lines or None
         lines += self._take(limit - len(lines))
-        while not lines and not self._eof:
+        while wait and not lines and not self._eof:
             self._fill()
             lines = self._take(limit)
         while len(lines) < limit and not self._eof and self._ready():

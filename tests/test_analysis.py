@@ -825,12 +825,18 @@ def test_a_stream_stops_any_search_at_a_terminate():
     assert [m["visits"] for m in parted["moveInfos"]] == [m["visits"] for m in whole["moveInfos"]]
 
 
+@functools.cache
+def small_batches() -> AnalysisEngine:
+    """An engine that searches two positions at a time: a batch's work in several parts."""
+    return AnalysisEngine(model(), symmetry=0, visits=1, batch_size=2, min_batch=2)
+
+
 def test_results_stream_as_they_are_made_higher_priority_first():
     """KaTrain asks for a whole game at a low priority and the move on screen at a high
     one: the high one is searched first and, read from a stream, its result comes out
     before the others are searched (KataGo's ``priority`` / ``priorities``); without a
     stream the replies keep the order of the lines and turns."""
-    eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=2, min_batch=2)
+    eng = small_batches()
     game = query(id="game", analyzeTurns=[0, 1, 2], maxVisits=8, priorities=[0, 5, 0])
     screen = query(id="screen", maxVisits=8, priority=10)
     lines = [json.dumps(game), json.dumps(screen)]
@@ -855,6 +861,50 @@ def test_results_stream_as_they_are_made_higher_priority_first():
         ("game", 2),
         ("screen", 2),
     ]
+
+
+def test_a_more_urgent_query_pauses_a_batch_and_goes_first():
+    """A GUI asks for a whole game, then for the move on screen at a higher priority
+    while the game is being searched: the game's batch pauses after the positions it
+    is searching, the screen's query goes next, then the game's other turns."""
+    eng = small_batches()
+    game = json.dumps(query(id="game", analyzeTurns=[0, 1, 2], maxVisits=8))
+    screen = json.dumps(query(id="screen", maxVisits=8, priority=1))
+    emitted: list[dict] = []
+    incoming = _Incoming([screen], after=1)  # arrives while turns 0 and 1 are searched
+    assert eng.handle([game], emitted.append, incoming) == []
+    assert [(r["id"], r["turnNumber"]) for r in emitted] == [("game", 0), ("game", 1)]
+    assert incoming.back == [screen]
+    assert [(q.id, q.turns) for q in eng.carried] == [("game", (2,))]
+    eng.handle(incoming.back, emitted.append, _Incoming([], after=0))
+    assert [(r["id"], r["turnNumber"]) for r in emitted[2:]] == [("screen", 2), ("game", 2)]
+    assert eng.carried == [] and all("moveInfos" in r for r in emitted)
+    # A query of the same priority waits its turn: no pause. A terminate reaches turns
+    # carried over.
+    emitted.clear()
+    same = json.dumps(query(id="same", maxVisits=8))
+    incoming = _Incoming([same], after=1)
+    eng.handle([game], emitted.append, incoming)
+    assert [r["turnNumber"] for r in emitted] == [0, 1, 2] and eng.carried == []
+    emitted.clear()
+    eng.handle([game], emitted.append, _Incoming([screen], after=1))
+    stop = {"id": "t", "action": "terminate", "terminateId": "game"}
+    eng.handle([json.dumps(stop)], emitted.append, _Incoming([], after=0))
+    turns = [r for r in emitted if "turnNumber" in r]
+    assert [(r["turnNumber"], r.get("noResults", False)) for r in turns] == [
+        (0, False),
+        (1, False),
+        (2, True),
+    ]
+    assert {"id": "t", "action": "terminate", "terminateId": "game"} in emitted
+
+
+def test_serve_finishes_the_work_carried_over_at_the_end_of_the_input():
+    eng = small_batches()
+    eng.carried = [parse(id="left", analyzeTurns=[1, 2], maxVisits=2)[0]]
+    replies = session([], eng)
+    assert [(r["id"], r["turnNumber"]) for r in replies] == [("left", 1), ("left", 2)]
+    assert eng.carried == []
 
 
 def test_analysis_search_kinds_are_checked():
