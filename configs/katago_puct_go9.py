@@ -6,9 +6,14 @@ Dirichlet noise, ownership and score targets, 32 games and 16 learner steps
 an iteration, 1,200 learner steps) with the self-play search switched from
 AlphaGo Zero's PUCT on mctx's normalised values (``search_kind = "puct"``) to
 KataGo's (``"katago"``: raw utilities with first-play urgency, exploration
-growing with the visits and the values' spread, the score utility read from
-the net's own score heads). Everything else, the games and the learner steps,
-is the control's; the policy targets are the visit counts of either search.
+growing with the visits and the values' spread), on the value alone: no score
+utility. (The recorded runs were meant to weigh scores too, but self-play's
+evaluator then gave the search no score distribution; runs with the score
+utility's weights set to 0 reproduced them bit for bit. The weights are 0
+here so that this file reproduces what was recorded;
+``configs/katago_puct_score_go9.py`` adds the score utility.) Everything else,
+the games and the learner steps, is the control's; the policy targets are the
+visit counts of either search.
 Its control is that config's ``aux_on`` runs. Three seeds, run as those
 were::
 
@@ -41,4 +46,6 @@ from train.loop import load_config
 def get_config():
     c = load_config(Path(__file__).with_name("katago_aux_go9.py"))
     c.selfplay.search_kind = "katago"
+    c.selfplay.static_score_utility = 0.0
+    c.selfplay.dynamic_score_utility = 0.0
     return c

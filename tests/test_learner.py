@@ -103,10 +103,13 @@ def test_one_step_end_to_end(preset):
     out = jax.jit(lambda v, x: forward(spec, module, v, x, train=False))(variables0, inputs)
     np.testing.assert_allclose(logits, out["policy_logits"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(value, out["value"], rtol=1e-6, atol=1e-6)
-    # KataGo nets also give the search their score lead; the others no score.
-    assert len(score) == int(spec.is_katago)
+    # KataGo nets also give the search their score lead, and the score distribution its
+    # score utility weighs (mean: the lead channel; stdev); the others no score.
+    assert len(score) == 3 * int(spec.is_katago)
     if score:
         np.testing.assert_allclose(score[0], out["score_lead"], rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(score[1], out["score_lead"], rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(score[2], out["score_stdev"], rtol=1e-6, atol=1e-5)
     assert out["policy_logits"].shape == (n, SIZE * SIZE + 1)
     assert out["value"].shape == (n,)
     assert np.all(np.abs(out["value"]) <= 1.0)
@@ -126,6 +129,33 @@ def test_one_step_end_to_end(preset):
     assert set(metrics) == expected  # score_stdev_weight is 0 by default: no such term
     check_finite(metrics, step=1)
     assert metrics["learning_rate"] == pytest.approx(1e-2)
+
+
+def test_katago_self_play_search_weighs_the_nets_scores():
+    """Self-play's evaluator gives a KataGo net's score distribution, so that a
+    ``kind="katago"`` search adds KataGo's score utility (it once gave only the lead,
+    and such searches ran on the value alone); weights 0 and 0 leave it out."""
+    from gojax.search import SearchConfig, search
+
+    spec = ModelSpec("tiny")
+    module = build(spec)
+    variables = jax.jit(lambda: init_variables(spec, jax.random.PRNGKey(5), SIZE))()
+    states = _states(4)
+
+    def utilities(static: float, dynamic: float) -> np.ndarray:
+        config = SearchConfig(
+            kind="katago",
+            num_simulations=8,
+            static_score_utility=static,
+            dynamic_score_utility=dynamic,
+        )
+        assert config.weighs_scores == bool(static or dynamic)
+        net = evaluator(spec, module, variables)
+        out = jax.jit(lambda s, k: search(net, s, k, config))(states, jax.random.PRNGKey(1))
+        return np.asarray(out.tree.node_score_utilities)
+
+    assert np.abs(utilities(0.1, 0.3)).max() > 0
+    assert np.abs(utilities(0.0, 0.0)).max() == 0
 
 
 def test_loss_falls_on_a_fixed_batch():

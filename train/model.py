@@ -257,8 +257,11 @@ def forward(
 
 
 def evaluator(spec: ModelSpec, module: nn.Module, variables: dict[str, Any]) -> Evaluator:
-    """A ``gojax.search`` evaluator ``(states [B], key) -> (prior_logits [B, A], value [B])``,
-    and ``score_lead [B]`` third for KataGo nets (the search averages it over the tree).
+    """A ``gojax.search`` evaluator ``(states [B], key) -> (prior_logits [B, A], value [B])``;
+    KataGo nets add ``score_lead [B]`` (the search averages it over the tree) and the score
+    distribution KataGo's search weighs (``SearchConfig.weighs_scores``): its mean, the
+    trained lead channel as ``score_mean_from_lead`` reads it, and ``score_stdev [B]``
+    (trained only with ``learner.score_stdev_weight > 0``; else as initialised).
 
     Inference mode (running BN statistics), no symmetry. The logits are the
     net's own; the search masks illegal moves. Build it inside the jitted
@@ -269,7 +272,8 @@ def evaluator(spec: ModelSpec, module: nn.Module, variables: dict[str, Any]) -> 
         del key
         out = forward(spec, module, variables, encode(spec, states), train=False)
         if spec.is_katago:
-            return out["policy_logits"], out["value"], out["score_lead"]
+            lead = out["score_lead"]
+            return out["policy_logits"], out["value"], lead, lead, out["score_stdev"]
         return out["policy_logits"], out["value"]
 
     return evaluate_leaves
