@@ -989,6 +989,42 @@ def test_gojax_analysis_subprocess_session():
     assert "ready" in done.stderr
 
 
+@pytest.mark.slow
+def test_gojax_analysis_pipe_answers_an_urgent_query_before_the_rest_of_a_game():
+    """Through a real pipe: a whole game at priority 0, then, once its first turn is
+    answered, a query at priority 1 -- answered before the game's last turns, which all
+    still come (the batch paused, carried them over and finished them)."""
+    turns = list(range(8))
+    moves = ["E5", "C3", "D4", "F6", "C7", "G3", "E3", "D7"]
+    game = query(id="game", moves=[["BW"[i % 2], m] for i, m in enumerate(moves)])
+    game["analyzeTurns"] = turns
+    urgent = query(id="urgent", priority=1)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    command = [sys.executable, "-m", "gojax.cli", "analysis", "--model"]
+    command += [str(reference_path("katago", MODEL)), "--symmetry", "0", "--batch-size", "1"]
+    command += ["--visits", "48"]
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+        env=env,
+    ) as engine_process:
+        engine_process.stdin.write(json.dumps(game) + "\n")
+        engine_process.stdin.flush()
+        replies = [json.loads(engine_process.stdout.readline())]
+        engine_process.stdin.write(json.dumps(urgent) + "\n")
+        engine_process.stdin.close()  # the engine finishes everything, then exits
+        replies += [json.loads(line) for line in engine_process.stdout]
+        assert engine_process.wait(timeout=600) == 0
+    order = [(r["id"], r["turnNumber"]) for r in replies]
+    assert sorted(order) == sorted([("game", t) for t in turns] + [("urgent", 2)])
+    assert order[0] == ("game", 0)
+    assert order.index(("urgent", 2)) < order.index(("game", 7))
+
+
 def test_gojax_analysis_bad_model_exits_2(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
