@@ -433,9 +433,13 @@ class SearchPlayer:
     are run; Gumbel starts every search fresh (its root budget assumes an
     unvisited root).
 
-    Time: ``warmup`` compiles and times one search; when the deadline leaves
-    less than ``time_factor`` times that, the move comes from the raw policy
-    (one evaluation) instead, so a timed game is never lost by searching.
+    Time: ``warmup`` compiles and times one search (and compiles the search
+    that stops early); when the deadline leaves less than ``time_factor`` times
+    that, the search stops at the root visits that fit (``visits + 1`` times
+    the share of that time left; ``gojax.search.search``'s ``stop_at``), and
+    with less time than two visits need (or with Gumbel, whose halving plans
+    the whole budget) the move comes from the raw policy (one evaluation), so
+    a timed game is never lost by searching.
 
     Score leads (the root's and each listed move's) are the search's means
     over the subtree, as KataGo reports them, for nets with a score head; one
@@ -626,12 +630,25 @@ class SearchPlayer:
             allowed=allowed,
         )
 
-    def _searched(self, state: GoState, key: jax.Array, avoid=None) -> Analysis:
+    def _visits_that_fit(self, left: float, needed: float) -> int:
+        """The root visits a search can reach in ``left`` seconds when a whole one
+        (``visits + 1``) needs ``needed``; 0 for Gumbel (its halving plans the whole
+        budget: it is never cut short) or an unmeasured search."""
+        if self.config.kind == "gumbel" or not math.isfinite(needed) or needed <= 0:
+            return 0
+        return int((self.visits + 1) * max(left, 0.0) / needed)
+
+    def _searched(
+        self, state: GoState, key: jax.Array, avoid=None, stop_at: int | None = None
+    ) -> Analysis:
+        """A search of ``state`` from the kept tree, stopped at ``stop_at`` root visits
+        if given (the search of its budget, cut short)."""
         key_search, key_eval = jax.random.split(key)
         tree = self._start_tree(state)
         plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
+        stop = {} if stop_at is None else {"stop_at": jnp.int32(stop_at)}
         result = self._search(
-            self.model.variables, _batch(state), key_search, self.config, tree, plies[None]
+            self.model.variables, _batch(state), key_search, self.config, tree, plies[None], **stop
         )
         return self._kept_analysis(state, result, plies, key_eval)
 
@@ -684,11 +701,14 @@ class SearchPlayer:
 
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
-        if deadline is not None and deadline - _now() < needed:
-            # No time to search: the network's first choice.
-            analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
-        else:
+        left = math.inf if deadline is None else deadline - _now()
+        fit = 0 if left >= needed else self._visits_that_fit(left, needed)
+        if left >= needed:
             analysis = self._searched(state, key, avoid)
+        elif fit >= 2:  # as much of the search as the time allows
+            analysis = self._searched(state, key, avoid, stop_at=fit)
+        else:  # no time to search: the network's first choice
+            analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
         if progress is not None:
             progress(analysis)
         return analysis
@@ -715,6 +735,9 @@ class SearchPlayer:
         self.new_game()
         self._searched(state, jax.random.key(1))
         self._seconds[self._kind(state)] = _now() - start
+        if self.config.kind != "gumbel":  # compiles the search cut short by the clock
+            self.new_game()
+            self._searched(state, jax.random.key(2), stop_at=2)
         self.new_game()
 
 

@@ -66,3 +66,30 @@ def test_uct_with_a_fast_rollout_policy_over_gtp(tmp_path):
     )
     with pytest.raises(ValueError, match="--rollout-policy plays rollouts"):
         make_engine(args)
+
+
+def test_short_of_time_the_search_stops_at_the_visits_that_fit():
+    """With less time than a whole search needs, the move comes from the search cut short
+    at the root visits the time allows (not from the raw policy), and with time for
+    fewer than two visits from the policy."""
+    import time
+
+    import jax
+
+    engine = Engine(UCTPlayer(visits=32), size=5, komi=0.5, rules="chinese")  # warms up
+    player = engine.player
+    kind = player._kind(engine.state)
+    assert kind in player._seconds  # measured by the warm-up
+    player._seconds[kind] = 100.0  # pretend a whole search takes 100 s: the clock decides
+    needed = 100.0 * player.time_factor
+
+    def visits_with(seconds: float) -> int:
+        player.new_game()  # no kept tree: the visits are this search's
+        deadline = time.monotonic() + seconds
+        key = jax.random.key(0)
+        return player.analyze(engine.state, visits=32, key=key, deadline=deadline).visits
+
+    assert visits_with(needed / 2) in (15, 16)  # 33 root visits at most, half the time
+    assert visits_with(needed / 8) in (3, 4)
+    assert visits_with(needed / 100) == 1  # the policy: one evaluation
+    assert visits_with(2 * needed) == 33  # time enough: the whole search
