@@ -141,10 +141,8 @@ def test_gating_records_its_games_and_resumes_exactly(tmp_path):
     straight = train(config, tmp_path / "straight")
     # The best network (and so self-play) is restored with the checkpoint.
     assert first["losses"] + second["losses"] == straight["losses"]
-    # Each start is recorded with the step it started from and what made it.
-    starts = read_provenance(tmp_path / "resumed")
-    assert [s["step"] for s in starts] == [0, 4]
-    assert starts[0]["libraries"]["jax"] == jax.__version__
+    # Each start is recorded with the step it started from.
+    assert [s["step"] for s in read_provenance(tmp_path / "resumed")] == [0, 6]
     records = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").open()]
     gated = [r for r in records if "gating.win_rate" in r]
     assert len(gated) == 2  # after iterations 1 and 2, whose 3 updates were done
