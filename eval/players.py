@@ -702,10 +702,9 @@ class SearchPlayer:
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
         left = math.inf if deadline is None else deadline - _now()
-        fit = 0 if left >= needed else self._visits_that_fit(left, needed)
         if left >= needed:
             analysis = self._searched(state, key, avoid)
-        elif fit >= 2:  # as much of the search as the time allows
+        elif (fit := self._visits_that_fit(left, needed)) >= 2:  # what the time allows
             analysis = self._searched(state, key, avoid, stop_at=fit)
         else:  # no time to search: the network's first choice
             analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
