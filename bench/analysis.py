@@ -100,13 +100,17 @@ def check(replies: list[dict], count: int) -> None:
         raise SystemExit(f"unexpected replies: {bad[:2]} ({len(replies)} for {count} queries)")
 
 
-def batched_seconds(engine: AnalysisEngine, lines: list[str], *stream) -> float:
+def batched_seconds(engine: AnalysisEngine, lines: list[str], incoming=None) -> float:
     """Seconds to answer all ``lines`` handed over at once, warm (a first pass compiles
-    every shape the timed one meets: batch sizes, replay segments); ``stream``: the
-    ``emit`` and ``incoming`` of ``AnalysisEngine.handle``, as ``serve`` passes them."""
+    every shape the timed one meets: batch sizes, replay segments); with ``incoming``
+    as a stream (``serve``) answers them: every reply emitted as made, the reader
+    looked at between parts."""
+    emitted: list[dict] = []
+    stream = () if incoming is None else (emitted.append, incoming)
     engine.handle(lines, *stream)
+    emitted.clear()
     start = time.perf_counter()
-    replies = engine.handle(lines, *stream)
+    replies = engine.handle(lines, *stream) + emitted
     seconds = time.perf_counter() - start
     check(replies, len(lines))
     return seconds
@@ -226,9 +230,7 @@ def stream_rows(engine: AnalysisEngine, args: argparse.Namespace) -> list[dict]:
     for visits in [v for v in args.visits if v > 1]:  # one visit: no search to part
         lines = query_lines(args.size, args.queries, visits, seed=visits)
         whole = args.queries / batched_seconds(engine, lines)
-        parted = args.queries / batched_seconds(
-            engine, lines, lambda reply: None, _NothingArrives()
-        )
+        parted = args.queries / batched_seconds(engine, lines, _NothingArrives())
         ratio = parted / whole
         out.append(
             {
