@@ -752,7 +752,7 @@ class AnalysisEngine:
                     urgent.append(_line_priority(line))
                     continue
                 echo = self._action(request, [q for _, q in live], stream.halted)
-                if emit is not None:
+                if streaming:
                     emit(echo)
                 else:
                     echoes.append(echo)

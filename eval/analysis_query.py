@@ -11,6 +11,7 @@ not supported.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from typing import Any
@@ -136,7 +137,12 @@ class Query:
 
     def priority(self, turn: int) -> int:
         """The priority of analysing ``turn`` (KataGo's default 0)."""
-        return dict(self.priorities).get(turn, 0)
+        return self._priority_of.get(turn, 0)
+
+    @functools.cached_property
+    def _priority_of(self) -> dict[int, int]:
+        # Built once: the work is sorted by priority, one call per position.
+        return dict(self.priorities)
 
     @property
     def max_moves(self) -> int:
@@ -376,9 +382,8 @@ def _priorities(request: dict, turns: tuple[int, ...]) -> tuple[tuple[int, int],
     if "priorities" in request:
         values, listed = request["priorities"], request.get("analyzeTurns")
         message = "Must be an array of integers matching analyzeTurns"
-        if not (isinstance(values, list) and isinstance(listed, list)):
-            raise QueryError("priorities", message)
-        if len(values) != len(listed):
+        lists = isinstance(values, list) and isinstance(listed, list)
+        if not lists or len(values) != len(listed):
             raise QueryError("priorities", message)
         by_turn = {}
         for turn, value in zip(listed, values, strict=True):

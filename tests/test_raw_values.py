@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from boards import fast_jit, new_game
+from test_forced_playouts import random_evaluator
 
 from gojax import _selection
 from gojax.search import SearchConfig, root_stats, search
@@ -23,13 +24,6 @@ from gojax.search import SearchConfig, root_stats, search
 SIMS = 32
 GAMES = 8
 C_INIT, C_BASE = 1.25, 19652.0
-
-
-def random_evaluator(states, key):
-    """Priors and values drawn at random per node: a different tree in every game."""
-    batch = states.to_play.shape[0]
-    logits = 0.7 * jax.random.normal(key, (batch, states.num_actions))
-    return logits, jax.random.uniform(key, (batch,), minval=-0.5, maxval=0.5)
 
 
 @functools.cache

@@ -263,9 +263,19 @@ def test_overrides():
         apply_overrides(config, ["--config.replay.augment=maybe"])
 
 
-def test_gumbel_keys_reach_the_searches(monkeypatch):
+def gated_search(monkeypatch, config):
+    """The ``SearchConfig`` the learner's network plays with in ``config``'s gating."""
     import eval.gating
     import train.loop
+
+    seen = []
+    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
+    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
+    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
+    return seen[0]
+
+
+def test_gumbel_keys_reach_the_searches(monkeypatch):
 
     config = tiny_config()
     apply_overrides(
@@ -284,18 +294,13 @@ def test_gumbel_keys_reach_the_searches(monkeypatch):
     )
     assert search.num_simulations == 8 and search.dirichlet_fraction == 0.25
     # Gating plays its strongest: no noise of either kind, its own simulation count.
-    seen = []
-    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append((a, b)))
-    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
-    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
-    (_, gated), _ = seen[0]
+    gated = gated_search(monkeypatch, config)
     assert gated.kind == "gumbel" and gated.max_num_considered_actions == 4
     assert gated.gumbel_scale == 0.0 and gated.dirichlet_fraction == 0.0
     assert gated.num_simulations == config.gating.num_simulations
 
 
 def test_forced_playouts_only_in_full_self_play_searches(monkeypatch):
-    import eval.gating
     import train.loop
     from train.selfplay import fast_search
 
@@ -305,10 +310,7 @@ def test_forced_playouts_only_in_full_self_play_searches(monkeypatch):
     assert search.forced_playouts == 2.0 and search.kind == "puct"
     assert fast_search(search, 4).forced_playouts == 0.0
     assert fast_search(search, 4).dirichlet_fraction == 0.0
-    seen = []
-    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
-    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
-    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
+    seen = [gated_search(monkeypatch, config)]
 
     class Stop(Exception):
         pass
@@ -324,8 +326,6 @@ def test_forced_playouts_only_in_full_self_play_searches(monkeypatch):
 
 
 def test_score_utility_weights_reach_every_search_of_a_run(monkeypatch):
-    import eval.gating
-    import train.loop
 
     config = tiny_config()
     search = selfplay_config(config).search
@@ -348,11 +348,8 @@ def test_score_utility_weights_reach_every_search_of_a_run(monkeypatch):
     apply_overrides(config, ["--config.selfplay.dynamic_score_utility=0"])
     assert not selfplay_config(config).search.weighs_scores
     # Gating searches as self-play does, on the value alone here too.
-    seen = []
-    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
-    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
-    train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
-    assert seen[0].kind == "katago" and not seen[0].weighs_scores
+    gated = gated_search(monkeypatch, config)
+    assert gated.kind == "katago" and not gated.weighs_scores
     with pytest.raises(ValueError, match="static_score_utility must be >= 0"):
         apply_overrides(config, ["--config.selfplay.static_score_utility=-1"])
         selfplay_config(config)
