@@ -112,7 +112,19 @@ KATAGO_FPU_REDUCTION = 0.2  # fpuReductionMax (the root's is an argument: 0.1, 0
 KATAGO_FPU_PARENT_POW = 2.0  # fpuParentWeightByVisitedPolicyPow
 
 
-def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> jax.Array:
+def katago_puct(
+    key,
+    tree: Tree,
+    node,
+    depth,
+    *,
+    root_fpu_reduction: float,
+    fpu_reduction: float = KATAGO_FPU_REDUCTION,
+    stdev_scale: float = KATAGO_STDEV_SCALE,
+    cpuct: float = KATAGO_CPUCT,
+    cpuct_log: float = KATAGO_CPUCT_LOG,
+    cpuct_base: float = KATAGO_CPUCT_BASE,
+) -> jax.Array:
     """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw utilities.
 
     ``U + c(N) * sqrt(N + 0.01) * f * P / (1 + n)`` over the children, with
@@ -121,13 +133,17 @@ def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> j
       its score utility, ``gojax._tree_reuse.Tree``; not normalised as
       mctx's Q is); an unvisited child gets *first-play urgency*
       ``V - r * sqrt(m)``: ``m`` the prior mass of the visited children, ``r``
-      0.2 (``root_fpu_reduction`` at the root), ``V`` the node's utility
+      ``fpu_reduction`` (0.2; ``root_fpu_reduction`` at the root), ``V`` the node's utility
       pulled toward its own first evaluation's while little of the prior has
       been visited (weight ``min(1, m**2)`` on the mean);
-    * ``c(N) = 1 + 0.45 * log((N + 500) / 500)``, ``N`` the children's visits;
-    * ``f = 1 + 0.85 * (s / 0.4 - 1)``: ``s`` the standard deviation of the
-      utilities seen below the node, shrunk toward 0.4 with the weight of two
-      visits -- noisy positions explore more, settled ones less.
+    * ``c(N) = cpuct + cpuct_log * log((N + cpuct_base) / cpuct_base)`` (1, 0.45
+      and 500), ``N`` the children's visits;
+    * ``f = 1 + stdev_scale * (s / 0.4 - 1)`` (``stdev_scale`` 0.85): ``s`` the
+      standard deviation of the utilities seen below the node, shrunk toward 0.4
+      with the weight of two visits -- noisy positions explore more, settled
+      ones less; 0 turns this off.
+
+    The defaults are KataGo's GTP engine's (the ``KATAGO_*`` constants).
 
     KataGo also weights playouts by their uncertainty; here each counts once.
     """
@@ -148,17 +164,15 @@ def katago_puct(key, tree: Tree, node, depth, *, root_fpu_reduction: float) -> j
         KATAGO_STDEV_PRIOR_WEIGHT + weight - 1.0
     )
     stdev = jnp.where(weight <= 1, KATAGO_STDEV_PRIOR, jnp.sqrt(jnp.maximum(pooled - mean**2, 0)))
-    factor = 1.0 + KATAGO_STDEV_SCALE * (stdev / KATAGO_STDEV_PRIOR - 1.0)
-    cpuct = KATAGO_CPUCT + KATAGO_CPUCT_LOG * jnp.log(
-        (total + KATAGO_CPUCT_BASE) / KATAGO_CPUCT_BASE
-    )
-    scale = cpuct * jnp.sqrt(total + 0.01) * factor
+    factor = 1.0 + stdev_scale * (stdev / KATAGO_STDEV_PRIOR - 1.0)
+    c = cpuct + cpuct_log * jnp.log((total + cpuct_base) / cpuct_base)
+    scale = c * jnp.sqrt(total + 0.01) * factor
     # First-play urgency.
     visited_mass = jnp.sum(jnp.where(visits > 0, priors, 0.0))
     blend = jnp.minimum(1.0, visited_mass**KATAGO_FPU_PARENT_POW)
     raw = tree.raw_values[node] + tree.raw_score_utilities[node]
     parent = blend * mean + (1.0 - blend) * raw
-    reduction = jnp.where(depth == 0, root_fpu_reduction, KATAGO_FPU_REDUCTION)
+    reduction = jnp.where(depth == 0, root_fpu_reduction, fpu_reduction)
     fpu = parent - reduction * jnp.sqrt(visited_mass)
     value = jnp.where(visits > 0, q, fpu)
     tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))

@@ -132,6 +132,16 @@ KINDS = ("puct", "gumbel", "uct", "katago")
 # SearchConfig.moves: the move set a search considers at each node.
 MOVE_SETS = {"legal": legal_moves, "sensible": sensible_moves}
 
+# The ranges KataGo's config accepts for the constants of its PUCT (cpp/program/setup.cpp).
+KATAGO_PUCT_RANGES = {
+    "cpuct_exploration": (0.0, 10.0),
+    "cpuct_exploration_log": (0.0, 10.0),
+    "cpuct_exploration_base": (10.0, 100000.0),
+    "cpuct_utility_stdev_scale": (0.0, 1.0),
+    "fpu_reduction": (0.0, 2.0),
+    "root_fpu_reduction": (0.0, 2.0),
+}
+
 # Legal logits are kept within this distance of the best one, so that a
 # legal move whose probability underflowed (log 0 = -inf) stays distinguishable
 # from an illegal one; exp(-1e4) is 0 in float32 anyway.
@@ -197,6 +207,15 @@ class SearchConfig:
         normalised to [0, 1] by the parent's and siblings' values; False,
         AlphaGo Zero's raw mean values in [-1, 1], 0 for an unvisited child
         (``gojax._selection.puct_values``).
+      cpuct_exploration, cpuct_exploration_log, cpuct_exploration_base,
+      cpuct_utility_stdev_scale, fpu_reduction, root_fpu_reduction:
+        ``kind="katago"`` only: the constants of KataGo's PUCT
+        (``gojax._selection.katago_puct``), named after KataGo's parameters
+        (``cpuctExploration`` ... ``rootFpuReductionMax``) and defaulting to its
+        GTP engine's: 1, 0.45, 500, 0.85, 0.2, and for the root None = 0.1, or 0
+        under root noise. ``cpuct_utility_stdev_scale`` 0 explores as if every
+        position were equally uncertain; ``fpu_reduction`` 0 gives an unvisited
+        move its parent's utility. Other kinds refuse values but the defaults.
     """
 
     kind: str = "puct"
@@ -217,6 +236,12 @@ class SearchConfig:
     lcb_min_visit_fraction: float = 0.15
     static_score_utility: float = _utility.STATIC_SCORE_UTILITY
     dynamic_score_utility: float = _utility.DYNAMIC_SCORE_UTILITY
+    cpuct_exploration: float = _selection.KATAGO_CPUCT
+    cpuct_exploration_log: float = _selection.KATAGO_CPUCT_LOG
+    cpuct_exploration_base: float = _selection.KATAGO_CPUCT_BASE
+    cpuct_utility_stdev_scale: float = _selection.KATAGO_STDEV_SCALE
+    fpu_reduction: float = _selection.KATAGO_FPU_REDUCTION
+    root_fpu_reduction: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -252,6 +277,22 @@ class SearchConfig:
             raise ValueError(
                 f"forced_playouts needs kind='puct' (KataGo's PUCT root), not {self.kind!r}"
             )
+        for name, (low, high) in KATAGO_PUCT_RANGES.items():
+            value = getattr(self, name)
+            if value is None:  # root_fpu_reduction: KataGo's choice by root noise
+                continue
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low:g}, {high:g}], not {value}")
+            if self.kind != "katago" and value != SearchConfig.__dataclass_fields__[name].default:
+                raise ValueError(f"{name} needs kind='katago' (KataGo's PUCT), not {self.kind!r}")
+
+    @property
+    def root_fpu(self) -> float:
+        """The first-play urgency reduction at the root: ``root_fpu_reduction``, or
+        KataGo's 0.1, 0 under root noise (which already spreads the visits)."""
+        if self.root_fpu_reduction is not None:
+            return float(self.root_fpu_reduction)
+        return 0.0 if self.dirichlet_fraction > 0 else 0.1
 
     @property
     def weighs_scores(self) -> bool:
@@ -1270,9 +1311,15 @@ def search(
         root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
         rules = _Rules(root_rule, rule)
     elif config.kind == "katago":
-        # KataGo's root reduction: 0.1, none under root noise.
-        reduction = 0.0 if config.dirichlet_fraction > 0 else 0.1
-        rule = functools.partial(_selection.katago_puct, root_fpu_reduction=reduction)
+        rule = functools.partial(
+            _selection.katago_puct,
+            root_fpu_reduction=config.root_fpu,
+            fpu_reduction=config.fpu_reduction,
+            stdev_scale=config.cpuct_utility_stdev_scale,
+            cpuct=config.cpuct_exploration,
+            cpuct_log=config.cpuct_exploration_log,
+            cpuct_base=config.cpuct_exploration_base,
+        )
         rules = _Rules(functools.partial(rule, depth=0), rule)
     elif config.kind == "gumbel":
         rules = _Rules(

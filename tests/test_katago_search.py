@@ -32,9 +32,19 @@ from gojax.search import SearchConfig, search, uniform_evaluator
 UNIFORM = uniform_evaluator()
 
 
-def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarray:
+def katago_scores(
+    tree,
+    game: int,
+    node: int,
+    root_reduction: float,
+    *,
+    reduction: float = 0.2,
+    stdev_scale: float = 0.85,
+    cpuct: tuple[float, float, float] = (1.0, 0.45, 500.0),
+) -> np.ndarray:
     """KataGo's selection values of ``node``'s children, transcribed from its C++ with NumPy
-    (float64), on utilities (value plus score utility); illegal children -inf."""
+    (float64), on utilities (value plus score utility); illegal children -inf. The keywords
+    are KataGo's fpuReductionMax, cpuctUtilityStdevScale and cpuctExploration(Log, Base)."""
     t = jax.tree.map(lambda x: np.asarray(x[game], np.float64), tree)
     logits = t.children_prior_logits[node]
     legal = logits > _selection.ILLEGAL_THRESHOLD
@@ -55,14 +65,14 @@ def katago_scores(tree, game: int, node: int, root_reduction: float) -> np.ndarr
         sq = max(t.node_utility_squares[node], utility**2)
         pooled = ((utility**2 + 0.16) * 2.0 + sq * visits) / (2.0 + visits - 1.0)
         stdev = math.sqrt(max(0.0, pooled - utility**2))
-    factor = 1.0 + 0.85 * (stdev / 0.4 - 1.0)
+    factor = 1.0 + stdev_scale * (stdev / 0.4 - 1.0)
     mass = prior[n > 0].sum()
     weight = min(1.0, mass**2.0)
     parent = weight * utility + (1 - weight) * raw
-    fpu = parent - (root_reduction if node == 0 else 0.2) * math.sqrt(mass)
+    fpu = parent - (root_reduction if node == 0 else reduction) * math.sqrt(mass)
     # getExploreScaling, getExploreSelectionValue
-    cpuct = 1.0 + 0.45 * math.log((total + 500.0) / 500.0)
-    scaling = cpuct * math.sqrt(total + 0.01) * factor
+    c, c_log, c_base = cpuct
+    scaling = (c + c_log * math.log((total + c_base) / c_base)) * math.sqrt(total + 0.01) * factor
     value = np.where(n > 0, q, fpu)
     return np.where(legal, value + scaling * prior / (1.0 + n), -np.inf)
 
@@ -90,6 +100,70 @@ def test_selection_matches_katago_formulas_at_every_node(evaluator):
             assert int(select(tree, b, int(node))) in best, (b, node)
             checked += 1
     assert checked > 10
+
+
+# KataGo's parameters away from their defaults: (SearchConfig fields, katago_scores keywords).
+OTHER_CONSTANTS = [
+    (
+        dict(fpu_reduction=0.0, root_fpu_reduction=0.5, cpuct_utility_stdev_scale=0.0,
+             cpuct_exploration=1.5, cpuct_exploration_log=0.0),
+        dict(root_reduction=0.5, reduction=0.0, stdev_scale=0.0, cpuct=(1.5, 0.0, 500.0)),
+    ),
+    (
+        dict(fpu_reduction=1.0, root_fpu_reduction=0.0, cpuct_utility_stdev_scale=1.0,
+             cpuct_exploration=0.5, cpuct_exploration_log=2.0, cpuct_exploration_base=50.0),
+        dict(root_reduction=0.0, reduction=1.0, stdev_scale=1.0, cpuct=(0.5, 2.0, 50.0)),
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fields, constants", OTHER_CONSTANTS)
+def test_the_configs_constants_reach_every_selection(fields, constants):
+    """A tree grown with other constants is consistent with KataGo's formulas under
+    those constants: the child the search's own rule picks is the best by them."""
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=8), 2)
+    config = SearchConfig(kind="katago", num_simulations=48, dirichlet_fraction=0.0, **fields)
+    tree = searcher(distribution_evaluator, config)(states, jax.random.key(0)).tree
+    select = fast_jit(
+        lambda t, b, node: _selection.katago_puct(
+            jax.random.key(1),
+            jax.tree.map(lambda x: x[b], t),
+            node,
+            node,
+            root_fpu_reduction=config.root_fpu,
+            fpu_reduction=config.fpu_reduction,
+            stdev_scale=config.cpuct_utility_stdev_scale,
+            cpuct=config.cpuct_exploration,
+            cpuct_log=config.cpuct_exploration_log,
+            cpuct_base=config.cpuct_exploration_base,
+        )
+    )
+    checked = 0
+    for b in range(2):
+        for node in np.flatnonzero(np.asarray(tree.node_visits[b]) > 1):
+            if bool(tree.embeddings.terminated[b, node]):
+                continue
+            scores = katago_scores(tree, b, int(node), **constants)
+            best = np.flatnonzero(scores >= scores.max() - 1e-5)
+            assert int(select(tree, b, int(node))) in best, (b, node)
+            checked += 1
+    assert checked > 5
+
+
+def root_moves_searched(**fields) -> int:
+    """Root moves with a visit after a 48-simulation KataGo search of an empty 5x5 board
+    with a uniform prior and no score (every move looks alike)."""
+    states = batch(gojax.new_game(5, komi=0.5), 1)
+    config = SearchConfig(kind="katago", num_simulations=48, dirichlet_fraction=0.0, **fields)
+    out = searcher(scoring_evaluator, config)(states, jax.random.key(3))
+    return int(np.sum(np.asarray(out.tree.children_visits[0, 0]) > 0))
+
+
+def test_first_play_urgency_at_the_root_decides_how_wide_the_search_goes():
+    # With no reduction an unvisited move is as good as its parent: the visits spread;
+    # a large one keeps them on the few moves tried first.
+    wide, default, narrow = (root_moves_searched(root_fpu_reduction=r) for r in (0.0, None, 2.0))
+    assert wide > default > narrow, (wide, default, narrow)
 
 
 def test_a_winning_capture_draws_the_visits():
@@ -154,3 +228,10 @@ def test_katago_kind_is_checked():
     with pytest.raises(ValueError, match="forced_playouts"):
         SearchConfig(kind="katago", forced_playouts=2.0)
     assert SearchConfig(kind="katago", lcb_selection=True).lcb_selection  # as KataGo plays
+    with pytest.raises(ValueError, match="fpu_reduction needs kind='katago'"):
+        SearchConfig(kind="puct", fpu_reduction=0.0)
+    with pytest.raises(ValueError, match=r"cpuct_utility_stdev_scale must be in \[0, 1\]"):
+        SearchConfig(kind="katago", cpuct_utility_stdev_scale=1.5)
+    assert SearchConfig(kind="katago", dirichlet_fraction=0.25).root_fpu == 0.0  # KataGo's
+    assert SearchConfig(kind="katago", dirichlet_fraction=0.0).root_fpu == 0.1
+    assert SearchConfig(kind="katago", root_fpu_reduction=0.3).root_fpu == 0.3

@@ -355,6 +355,40 @@ def test_score_utility_weights_reach_every_search_of_a_run(monkeypatch):
         selfplay_config(config)
 
 
+def test_katago_puct_constants_reach_every_search_of_a_run(monkeypatch):
+    config = tiny_config()
+    apply_overrides(
+        config,
+        [
+            "--config.selfplay.search_kind=katago",
+            "--config.selfplay.fpu_reduction=0",
+            "--config.selfplay.root_fpu_reduction=0.3",
+            "--config.selfplay.cpuct_utility_stdev_scale=0",
+            "--config.selfplay.cpuct_exploration=2",
+        ],
+    )
+    search = selfplay_config(config).search
+    assert (search.fpu_reduction, search.root_fpu, search.cpuct_utility_stdev_scale) == (
+        0.0,
+        0.3,
+        0.0,
+    )
+    assert (search.cpuct_exploration, search.cpuct_exploration_log) == (2.0, 0.45)
+    gated = gated_search(monkeypatch, config)  # gating has no root noise: same constants
+    assert (gated.fpu_reduction, gated.root_fpu, gated.cpuct_exploration) == (0.0, 0.3, 2.0)
+    # Left unset, the root's reduction is KataGo's: none under self-play's root noise,
+    # 0.1 in gating's noiseless searches.
+    config = tiny_config()
+    apply_overrides(config, ["--config.selfplay.search_kind=katago"])
+    assert selfplay_config(config).search.root_fpu == 0.0
+    assert gated_search(monkeypatch, config).root_fpu == 0.1
+    apply_overrides(
+        config, ["--config.selfplay.search_kind=puct", "--config.selfplay.fpu_reduction=0"]
+    )
+    with pytest.raises(ValueError, match="fpu_reduction needs kind='katago'"):
+        selfplay_config(config)
+
+
 def test_raw_values_key_reaches_the_self_play_search():
     config = tiny_config()
     assert selfplay_config(config).search.normalise_values

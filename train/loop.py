@@ -152,6 +152,17 @@ def default_config() -> ml_collections.ConfigDict:
             # search on the value alone.
             static_score_utility=SearchConfig.static_score_utility,
             dynamic_score_utility=SearchConfig.dynamic_score_utility,
+            # search_kind "katago" only: the constants of KataGo's PUCT, KataGo's names
+            # (cpuctExploration, ..., rootFpuReductionMax; SearchConfig's fields): the
+            # exploration c(N) = cpuct + log * ln((N + base) / base), its scale by the
+            # utilities' spread, the first-play urgency reductions (root: None = 0.1,
+            # 0 under root noise).
+            cpuct_exploration=SearchConfig.cpuct_exploration,
+            cpuct_exploration_log=SearchConfig.cpuct_exploration_log,
+            cpuct_exploration_base=SearchConfig.cpuct_exploration_base,
+            cpuct_utility_stdev_scale=SearchConfig.cpuct_utility_stdev_scale,
+            fpu_reduction=SearchConfig.fpu_reduction,
+            root_fpu_reduction=None,
             temperature_moves=8,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
@@ -380,6 +391,12 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         normalise_values=s.normalise_values,
         static_score_utility=s.static_score_utility,
         dynamic_score_utility=s.dynamic_score_utility,
+        cpuct_exploration=s.cpuct_exploration,
+        cpuct_exploration_log=s.cpuct_exploration_log,
+        cpuct_exploration_base=s.cpuct_exploration_base,
+        cpuct_utility_stdev_scale=s.cpuct_utility_stdev_scale,
+        fpu_reduction=s.fpu_reduction,
+        root_fpu_reduction=s.root_fpu_reduction,
     )
     return SearchConfig(**{**fields, **play})
 
