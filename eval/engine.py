@@ -55,6 +55,8 @@ from gojax._board import (
 from gojax._rules import RULE_PRESETS, get_rules
 
 RESIGN = -1  # genmove's answer when the engine resigns
+# KataGo's default resignThreshold, -0.9 on its [-1, 1] win-loss utility, as a win rate.
+KATAGO_RESIGN_WINRATE = 0.05
 TimeKind = Literal["none", "absolute", "canadian", "byoyomi", "fischer"]
 
 
@@ -259,7 +261,8 @@ class Engine:
       visits: visit budget handed to ``player.analyze`` (the policy player ignores it;
         the search player's budget is fixed when it is built, as it is compiled in).
       resign_threshold: resign when the mover's win rate stays below this for
-        ``resign_consecutive`` of its moves in a row; ``None`` never resigns.
+        ``resign_consecutive`` of its moves in a row; ``None`` never resigns
+        (:meth:`allow_resignation` turns it on and off during a session).
       lag: seconds per move kept back from the clock for delays outside the search.
       seed: for the player's random choices.
     """
@@ -280,7 +283,12 @@ class Engine:
         self.player = player
         self.visits = int(visits)
         self.resign_threshold = resign_threshold
+        # The threshold resignation turns back on with: the one given, else KataGo's.
+        self._resign_when_allowed = (
+            KATAGO_RESIGN_WINRATE if resign_threshold is None else resign_threshold
+        )
         self.resign_consecutive = int(resign_consecutive)
+        self.max_time = math.inf  # seconds a genmove may think, whatever the clock allows
         self.lag = float(lag)
         self._key = jax.random.key(seed)
         self._calls = 0
@@ -559,13 +567,29 @@ class Engine:
         return [{k: np.asarray(v[i]) for k, v in host.items()} for i in range(len(symmetries))]
 
     def time_for_move(self, colour: int) -> float | None:
-        """Seconds ``colour`` may think now (``None``: no time limit)."""
-        return allocate_time(
+        """Seconds ``colour`` may think now (``None``: no time limit): what the clock
+        allows, at most ``max_time``."""
+        seconds = allocate_time(
             self.time_settings,
             self.clocks[colour],
             moves_left=expected_moves_left(self.size, int(self.state.move_number)),
             lag=self.lag,
         )
+        if math.isfinite(self.max_time):
+            seconds = self.max_time if seconds is None else min(seconds, self.max_time)
+        return seconds
+
+    def allow_resignation(self, allowed: bool) -> None:
+        """Resign (at the threshold the engine was made with, else KataGo's) or never."""
+        if self.resign_threshold is not None:
+            self._resign_when_allowed = self.resign_threshold
+        self.resign_threshold = self._resign_when_allowed if allowed else None
+
+    def warm_again(self) -> None:
+        """Compile and time the player's search again for the game in progress (after
+        its search changed) and forget the other sizes and rules it was warmed for."""
+        self.player.warmup(self.state)
+        self._warm = {(self.size, self.rules)}
 
     def genmove(
         self,

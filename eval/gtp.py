@@ -31,6 +31,7 @@ from typing import TextIO
 
 import numpy as np
 
+from eval import gtp_params
 from eval.engine import (
     RESIGN,
     RULES_FOR_KGS,
@@ -416,6 +417,11 @@ class GTPServer:
                 rules_json(self.engine.rules), separators=(",", ":")
             ),
             "lz-analyze": self.cmd_lz_analyze,
+            "kata-list-params": lambda args, _id: " ".join(gtp_params.names(self.engine)),
+            "kata-get-param": self.cmd_kata_get_param,
+            "kata-get-params": lambda args, _id: gtp_params.dump(gtp_params.values(self.engine)),
+            "kata-set-param": self.cmd_kata_set_param,
+            "kata-set-params": self.cmd_kata_set_params,
             "kata-analyze": self.cmd_kata_analyze,
             "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
@@ -712,6 +718,35 @@ class GTPServer:
             parsed = value.upper()
         # The other fields stay as they are; the result must be one of the presets.
         self.engine.set_rules(rules_from_json(rules_json(self.engine.rules) | {key: parsed}))
+        return ""
+
+    def cmd_kata_get_param(self, args, _id):
+        if len(args) != 1:
+            raise GTPError(f"Expected one argument for kata-get-param but got '{' '.join(args)}'")
+        try:
+            return gtp_params.dump(gtp_params.value(self.engine, args[0]))
+        except gtp_params.ParamError as error:
+            raise GTPError(str(error)) from None
+
+    def cmd_kata_set_param(self, args, _id):
+        if len(args) not in (1, 2):
+            raise GTPError(
+                f"Expected one or two arguments for kata-set-param but got '{' '.join(args)}'"
+            )
+        return self._set_params({args[0]: args[1] if len(args) == 2 else ""})
+
+    def cmd_kata_set_params(self, args, _id):
+        try:
+            settings = gtp_params.settings_from_json(" ".join(args))
+        except gtp_params.ParamError as error:
+            raise GTPError(str(error)) from None
+        return self._set_params(settings)
+
+    def _set_params(self, settings: dict[str, str]) -> str:
+        try:
+            gtp_params.set_params(self.engine, settings)
+        except gtp_params.ParamError as error:
+            raise GTPError(str(error)) from None
         return ""
 
     def cmd_kata_raw_nn(self, args, _id):

@@ -514,12 +514,10 @@ class SearchPlayer:
             lcb_selection=bool(lcb),
             **utility_settings,
         )
-        prefix = "search" if search == "puct" else f"{search} search"
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
         mixed += " of the fast policy" if fast else ""
-        mixed += optimism_label(optimism)
-        mixed += ", LCB move" if lcb else ""
-        mixed += ", value only" if not score_utility else ""
+        self._extras = mixed + optimism_label(optimism)  # of the name: fixed once built
+        self._auto_considered = considered is None
         functions = _search_functions(
             model,
             symmetry,
@@ -530,7 +528,6 @@ class SearchPlayer:
         )
         self._setup(
             _WithRolloutPolicy(model, rollout_weights) if fast else model,
-            name=f"{prefix}({model.name}, {visits} visits{mixed})",
             # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
             board_sizes=getattr(model, "board_sizes", None),
             symmetry=symmetry,
@@ -541,11 +538,19 @@ class SearchPlayer:
             ponder_visits=ponder_visits,
         )
 
+    @property
+    def name(self) -> str:
+        kind = self.config.kind
+        prefix = "search" if kind == "puct" else f"{kind} search"
+        extras = self._extras + (", LCB move" if self.config.lcb_selection else "")
+        if kind == "katago" and not self.config.weighs_scores:
+            extras += ", value only"
+        return f"{prefix}({self.model.name}, {self.visits} visits{extras})"
+
     def _setup(
         self,
         model,
         *,
-        name,
         board_sizes,
         symmetry,
         config,
@@ -557,7 +562,6 @@ class SearchPlayer:
         """State shared by every search player; ``functions`` as ``_search_functions`` gives."""
         self.model = model
         self.has_ownership = knows_ownership(model)
-        self.name = name
         self.board_sizes = board_sizes
         self.symmetry = symmetry
         self.config = config
@@ -575,6 +579,29 @@ class SearchPlayer:
     def new_game(self) -> None:
         self._tree = None
         self._root: GoState | None = None
+
+    def set_search(self, visits: int | None = None, **fields: Any) -> None:
+        """Search from now on with ``visits`` simulations (0: the network's policy alone,
+        one evaluation) and these ``SearchConfig`` fields changed; ``ValueError`` (and
+        nothing changed) if the config refuses them.
+
+        Each new config is a new compiled program: call :meth:`warmup` before a timed
+        move. The kept tree is dropped, as KataGo drops its search on a change; the
+        clock's measure of a search is scaled to the new budget until then.
+        """
+        if visits is not None and visits < 0:
+            raise ValueError(f"visits must be >= 0, not {visits}")
+        new_visits = self.visits if visits is None else int(visits)
+        if new_visits != self.visits:
+            fields["num_simulations"] = max(new_visits, 1)
+            if self._auto_considered:
+                fields["max_num_considered_actions"] = auto_considered(max(new_visits, 1))
+        config = dataclasses.replace(self.config, **fields)  # checks the fields
+        scale = (max(new_visits, 1) + 1) / (max(self.visits, 1) + 1)
+        self._seconds = {kind: seconds * scale for kind, seconds in self._seconds.items()}
+        self.config, self.visits = config, new_visits
+        self._empty.clear()
+        self.new_game()
 
     @staticmethod
     def _kind(state: GoState) -> tuple:
@@ -702,7 +729,9 @@ class SearchPlayer:
     def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
         left = math.inf if deadline is None else deadline - _now()
-        if left >= needed:
+        if self.visits == 0:  # set to the network alone (set_search)
+            analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
+        elif left >= needed:
             analysis = self._searched(state, key, avoid)
         elif (fit := self._visits_that_fit(left, needed)) >= 2:  # what the time allows
             analysis = self._searched(state, key, avoid, stop_at=fit)
@@ -795,11 +824,11 @@ class UCTPlayer(SearchPlayer):
             temperature_moves=0,
             moves=moves,
         )
-        fast = " of the fast policy" if rollout_weights is not None else ""
+        self._extras = " of the fast policy" if rollout_weights is not None else ""
+        self._auto_considered = False
         self._setup(
             # The rollout policy's weights (or None) travel where a net's variables would.
             _NoNetwork(name=f"uct{visits}", variables=rollout_weights),
-            name=f"uct({visits} playouts{fast})",
             board_sizes=None,
             symmetry=0,
             config=config,
@@ -808,6 +837,11 @@ class UCTPlayer(SearchPlayer):
             time_factor=time_factor,
             ponder_visits=ponder_visits,
         )
+
+    @property
+    def name(self) -> str:
+        lcb = ", LCB move" if self.config.lcb_selection else ""
+        return f"uct({self.visits} playouts{self._extras}{lcb})"
 
     def _policy(self, state: GoState, key: jax.Array, allowed=None) -> Analysis:
         from gojax.uct import rollout_moves

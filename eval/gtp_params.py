@@ -1,0 +1,204 @@
+"""KataGo's runtime parameters over GTP: ``kata-list-params``, ``kata-get-param``,
+``kata-get-params``, ``kata-set-param`` and ``kata-set-params``.
+
+Bot front-ends and GUIs change an engine's search between games (or moves)
+with these, using KataGo's parameter names. gojax honours the ones it has,
+for the player it runs:
+
+* every engine: ``allowResignation``;
+* a search (``--player search`` or ``uct``): ``maxVisits`` (root visits,
+  KataGo's count: ``maxVisits - 1`` simulations; 1 is the network's policy
+  alone) and ``maxTime`` (seconds a ``genmove`` may think, whatever the
+  clock allows; KataGo's default 1e20 is no limit);
+* PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
+* KataGo's PUCT (``--search katago``): ``staticScoreUtilityFactor``,
+  ``dynamicScoreUtilityFactor``, ``cpuctExploration``,
+  ``cpuctExplorationLog``, ``cpuctExplorationBase``,
+  ``cpuctUtilityStdevScale``, ``fpuReductionMax``, ``rootFpuReductionMax``
+  (``gojax.search.SearchConfig``'s fields of the same meaning).
+
+Anything else is refused with KataGo's message, so a controller learns at
+once that a setting did not take. A change of the search compiles and times
+the new search at once (seconds), so the next timed move does not pay for it;
+``kata-set-params`` checks every value before it changes anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from eval.analysis_query import MAX_VISITS
+from eval.engine import Engine
+from eval.players import SearchPlayer
+from gojax.search import KATAGO_PUCT_RANGES
+
+NO_TIME_LIMIT = 1e20  # KataGo's maxTime when none is set
+
+
+class ParamError(ValueError):
+    """A parameter that cannot be read or set; the message is the GTP error text."""
+
+
+def _integer(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"[+-]?[0-9]{1,12}", text) or not low <= int(text) <= high:
+            raise ValueError(f"an integer from {low} to {high}")
+        return int(text)
+
+    return parse
+
+
+def _number(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # also refuses nan
+            raise ValueError(f"a number from {low:g} to {high:g}")
+        return value
+
+    return parse
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError("true or false")
+    return text.lower() == "true"
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One of KataGo's parameters as gojax honours it.
+
+    ``field``: the ``SearchConfig`` field it sets, or None (the engine's own);
+    ``kinds``: the search kinds it applies to (``()``: any player, ``None``:
+    any search).
+    """
+
+    parse: Callable[[str], Any]
+    field: str | None = None
+    kinds: tuple[str, ...] | None = None
+
+
+def _katago(field: str, low: float, high: float) -> Param:
+    return Param(_number(low, high), field, ("katago",))
+
+
+PARAMS: dict[str, Param] = {
+    "allowResignation": Param(_boolean, kinds=()),
+    "maxVisits": Param(_integer(1, MAX_VISITS)),
+    "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
+    "useLcbForSelection": Param(_boolean, "lcb_selection", ("puct", "katago", "uct")),
+    # KataGo's ranges for the score utility's weights; its PUCT's as SearchConfig's.
+    "staticScoreUtilityFactor": _katago("static_score_utility", 0.0, 1.0),
+    "dynamicScoreUtilityFactor": _katago("dynamic_score_utility", 0.0, 1.0),
+    **{
+        name: _katago(field, *KATAGO_PUCT_RANGES[field])
+        for name, field in (
+            ("cpuctExploration", "cpuct_exploration"),
+            ("cpuctExplorationLog", "cpuct_exploration_log"),
+            ("cpuctExplorationBase", "cpuct_exploration_base"),
+            ("cpuctUtilityStdevScale", "cpuct_utility_stdev_scale"),
+            ("fpuReductionMax", "fpu_reduction"),
+            ("rootFpuReductionMax", "root_fpu_reduction"),
+        )
+    },
+}
+
+
+def _applies(param: Param, engine: Engine) -> bool:
+    player = engine.player
+    if param.kinds == ():
+        return True
+    if not isinstance(player, SearchPlayer):
+        return False
+    return param.kinds is None or player.config.kind in param.kinds
+
+
+def names(engine: Engine) -> list[str]:
+    """The parameters ``engine`` honours (``kata-list-params``), in a fixed order."""
+    return [name for name, param in PARAMS.items() if _applies(param, engine)]
+
+
+def value(engine: Engine, name: str) -> Any:
+    """The current value of ``name`` (``kata-get-param``); ParamError if not honoured."""
+    param = PARAMS.get(name)
+    if param is None or not _applies(param, engine):
+        raise ParamError(f"Invalid parameter: {name}")
+    if name == "allowResignation":
+        return engine.resign_threshold is not None
+    player = engine.player
+    if name == "maxVisits":
+        return player.visits + 1
+    if name == "maxTime":
+        return min(engine.max_time, NO_TIME_LIMIT)
+    if name == "rootFpuReductionMax":
+        return player.config.root_fpu
+    return getattr(player.config, param.field)
+
+
+def values(engine: Engine) -> dict[str, Any]:
+    """Every honoured parameter and its value (``kata-get-params``)."""
+    return {name: value(engine, name) for name in names(engine)}
+
+
+def dump(data: Any) -> str:
+    """JSON as KataGo writes it: compact, ``true``/``false``."""
+    return json.dumps(data, separators=(",", ":"))
+
+
+def set_params(engine: Engine, settings: dict[str, str]) -> None:
+    """Set every parameter of ``settings`` (name -> text, as KataGo's config reads it)
+    or, if any is unknown, not honoured here or out of range, none (ParamError)."""
+    parsed: dict[str, Any] = {}
+    for name, text in settings.items():
+        param = PARAMS.get(name)
+        if param is None or not _applies(param, engine):
+            raise ParamError(
+                "Could not set params: Unrecognized or non-overridable parameter in "
+                f"kata-set-params: {name}"
+            )
+        try:
+            parsed[name] = param.parse(text.strip())
+        except ValueError as error:
+            message = f"Could not set params: {name} must be {error}, not {text!r}"
+            raise ParamError(message) from None
+    fields = {PARAMS[n].field: v for n, v in parsed.items() if PARAMS[n].field is not None}
+    player = engine.player
+    changes_search = "maxVisits" in parsed or fields
+    if changes_search:
+        current = {field: getattr(player.config, field) for field in fields}
+        if "root_fpu_reduction" in current:
+            current["root_fpu_reduction"] = player.config.root_fpu
+        visits = parsed.get("maxVisits", player.visits + 1) - 1
+        if visits == player.visits and fields == current:
+            changes_search = False  # nothing new: keep the tree and the compiled search
+    if changes_search:
+        try:
+            player.set_search(visits, **fields)
+        except ValueError as error:
+            raise ParamError(f"Could not set params: {error}") from None
+        engine.warm_again()
+    if "maxTime" in parsed:
+        seconds = parsed["maxTime"]
+        engine.max_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
+    if "allowResignation" in parsed:
+        engine.allow_resignation(parsed["allowResignation"])
+
+
+def settings_from_json(text: str) -> dict[str, str]:
+    """``kata-set-params``' argument: a JSON object; values other than strings are read
+    as their JSON text, as KataGo does."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ParamError("Could not set params: Argument to kata-set-params must be a json object")
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}

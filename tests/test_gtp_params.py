@@ -1,0 +1,199 @@
+"""KataGo's runtime parameters over GTP (``eval.gtp_params``): which are honoured for which
+player, their values, and that setting them changes the search that plays."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import math
+import re
+
+import pytest
+from reference import reference_path
+from test_gtp import MODEL, ask, make_server
+
+from eval import gtp_params
+from eval.engine import KATAGO_RESIGN_WINRATE, Engine
+from eval.gtp import GTPServer
+from eval.players import SearchPlayer, UCTPlayer
+
+
+def uct_server(visits: int = 8) -> GTPServer:
+    engine = Engine(UCTPlayer(visits=visits), size=5, komi=0.5, rules="chinese")
+    return GTPServer(engine, io.StringIO(), version="test")
+
+
+@functools.cache
+def reference_model():
+    from gojax.katago_model import load_model
+
+    return load_model(reference_path("katago", MODEL))
+
+
+def katago_server(visits: int = 8) -> GTPServer:
+    player = SearchPlayer(reference_model(), visits=visits, search="katago", symmetry=0)
+    engine = Engine(player, size=5, komi=0.5, rules="chinese")
+    return GTPServer(engine, io.StringIO(), version="test")
+
+
+def searched(reply: str) -> dict[str, int]:
+    """The visits of each move of a ``kata-genmove_analyze`` reply's info line."""
+    info = reply.split("\n")[1]
+    return {m: int(v) for m, v in re.findall(r"info move (\S+) visits (\d+)", info)}
+
+
+def test_the_parameters_a_player_honours():
+    plain = make_server()  # uniform random moves: nothing to search
+    assert ask(plain, "kata-list-params") == "= allowResignation"
+    assert ask(plain, "kata-get-params") == '= {"allowResignation":false}'
+    uct = uct_server()
+    assert ask(uct, "kata-list-params").split()[1:] == [
+        "allowResignation",
+        "maxVisits",
+        "maxTime",
+        "useLcbForSelection",
+    ]
+    params = json.loads(ask(uct, "kata-get-params")[2:])
+    assert params == {
+        "allowResignation": False,
+        "maxVisits": 9,  # root visits: 8 simulations and the root's own
+        "maxTime": 1e20,  # KataGo's "no limit"
+        "useLcbForSelection": False,
+    }
+    assert ask(uct, "kata-get-param maxTime") == "= 1e+20"
+    for server in (plain, uct):
+        assert (
+            ask(server, "kata-get-param numSearchThreads")
+            == "? Invalid parameter: numSearchThreads"
+        )
+        assert (
+            ask(server, "kata-get-param") == "? Expected one argument for kata-get-param but got ''"
+        )
+    assert ask(plain, "kata-get-param maxVisits") == "? Invalid parameter: maxVisits"
+    reply = ask(plain, "kata-set-param maxVisits 10")
+    assert reply == (
+        "? Could not set params: Unrecognized or non-overridable parameter in kata-set-params: "
+        "maxVisits"
+    )
+    listed = ask(plain, "list_commands")[2:].split("\n")
+    for name in ("kata-list-params", "kata-get-param", "kata-get-params", "kata-set-param"):
+        assert name in listed
+
+
+def test_max_visits_sets_the_search_budget():
+    server = uct_server(visits=8)
+    player = server.engine.player
+    assert sum(searched(ask(server, "kata-genmove_analyze b")).values()) == 8
+    assert ask(server, "kata-set-param maxVisits 17") == "="
+    assert ask(server, "kata-get-param maxVisits") == "= 17"
+    assert player.config.num_simulations == 16 and player.name == "uct(16 playouts)"
+    assert not math.isinf(player._seconds[player._kind(server.engine.state)])  # timed again
+    assert sum(searched(ask(server, "kata-genmove_analyze w")).values()) == 16
+    # 1: the player's first choice alone (the rollout policy's, for UCT), no search.
+    assert ask(server, "kata-set-param maxVisits 1") == "="
+    assert sum(searched(ask(server, "kata-genmove_analyze b")).values()) == 1
+    assert player.name == "uct(0 playouts)"
+    # Bad values name what is wrong, and change nothing.
+    for command, message in (
+        ("kata-set-param maxVisits 0", "maxVisits must be an integer from 1 to 65536, not '0'"),
+        ("kata-set-param maxVisits lots", "maxVisits must be an integer from 1 to 65536"),
+        ("kata-set-param maxVisits", "maxVisits must be an integer from 1 to 65536, not ''"),
+        ("kata-set-param maxTime -1", "maxTime must be a number from 0 to 1e+20, not '-1'"),
+        ("kata-set-param useLcbForSelection maybe", "useLcbForSelection must be true or false"),
+        ("kata-set-params [1]", "Argument to kata-set-params must be a json object"),
+        ("kata-set-params {", "Argument to kata-set-params must be a json object"),
+    ):
+        reply = ask(server, command)
+        assert reply.startswith("? Could not set params: ") and message in reply, (command, reply)
+    # All or nothing: a bad key stops the good one with it.
+    reply = ask(server, 'kata-set-params {"maxVisits": 5, "numSearchThreads": 4}')
+    assert reply.endswith("non-overridable parameter in kata-set-params: numSearchThreads")
+    assert ask(server, "kata-get-param maxVisits") == "= 1"
+    assert ask(server, 'kata-set-params {"maxVisits": 5, "useLcbForSelection": true}') == "="
+    assert (player.visits, player.config.lcb_selection) == (4, True)
+    assert player.name == "uct(4 playouts, LCB move)"
+
+
+def test_max_time_caps_every_genmove_and_no_limit_lifts_it():
+    server = uct_server(visits=8)
+    engine = server.engine
+    assert engine.time_for_move(1) is None  # no clock: no limit
+    assert ask(server, "kata-set-param maxTime 2.5") == "="
+    assert engine.time_for_move(1) == 2.5
+    assert ask(server, "time_settings 1 0 0") == "="  # 1 s on the clock: the clock rules
+    assert engine.time_for_move(1) < 1
+    assert ask(server, "kata-set-param maxTime 0") == "="
+    # No time at all: the move comes from the rollout policy, without a search.
+    assert sum(searched(ask(server, "kata-genmove_analyze b")).values()) == 1
+    assert ask(server, "kata-set-param maxTime 1e20") == "="
+    assert ask(server, "time_settings 0 1 0") == "="  # GTP: byo-yomi without stones, no limit
+    assert engine.time_for_move(1) is None
+    assert ask(server, "kata-get-param maxTime") == "= 1e+20"
+
+
+def test_allow_resignation_turns_resigning_on_and_off():
+    server = make_server()
+    engine = server.engine
+    assert ask(server, "kata-set-param allowResignation true") == "="
+    assert engine.resign_threshold == KATAGO_RESIGN_WINRATE  # none given: KataGo's
+    assert ask(server, "kata-set-param allowResignation false") == "="
+    assert engine.resign_threshold is None
+    assert ask(server, "kata-get-param allowResignation") == "= false"
+    engine.resign_threshold = 0.3  # as --resign-threshold 0.3 gives
+    assert ask(server, 'kata-set-params {"allowResignation": false}') == "="
+    assert ask(server, "kata-set-param allowResignation TRUE") == "="
+    assert engine.resign_threshold == 0.3
+
+
+def test_katago_search_constants_are_set_and_play():
+    server = katago_server(visits=24)
+    player = server.engine.player
+    params = json.loads(ask(server, "kata-get-params")[2:])
+    assert {
+        k: params[k] for k in ("cpuctExploration", "fpuReductionMax", "rootFpuReductionMax")
+    } == {
+        "cpuctExploration": 1.0,
+        "fpuReductionMax": 0.2,
+        "rootFpuReductionMax": 0.1,  # no root noise in play: KataGo's 0.1
+    }
+    assert (params["staticScoreUtilityFactor"], params["dynamicScoreUtilityFactor"]) == (0.1, 0.3)
+    assert params["maxVisits"] == 25 and list(params) == list(gtp_params.PARAMS)  # every one
+    for move in ("b c3", "w d3", "b b2"):  # a position where the net hesitates
+        assert ask(server, f"play {move}") == "="
+    wide = searched(ask(server, "kata-genmove_analyze w"))
+    assert ask(server, "undo") == "="
+    reply = ask(server, 'kata-set-params {"rootFpuReductionMax": 2, "cpuctUtilityStdevScale": "0"}')
+    assert reply == "="
+    assert (player.config.root_fpu_reduction, player.config.cpuct_utility_stdev_scale) == (2.0, 0.0)
+    assert ask(server, "kata-get-param rootFpuReductionMax") == "= 2.0"
+    narrow = searched(ask(server, "kata-genmove_analyze w"))
+    # An unvisited root move is valued far below its parent: the visits stay on fewer moves.
+    assert len(narrow) < len(wide), (narrow, wide)
+    assert sum(narrow.values()) == sum(wide.values()) == 24
+    # What is set already changes nothing: the tree is kept, the search not compiled again.
+    kept = player._tree
+    assert kept is not None
+    assert ask(server, "kata-set-param rootFpuReductionMax 2") == "="
+    assert player._tree is kept
+    reply = ask(server, "kata-set-param cpuctUtilityStdevScale 1.5")
+    message = "cpuctUtilityStdevScale must be a number from 0 to 1, not '1.5'"
+    assert reply == f"? Could not set params: {message}"
+    assert player.config.cpuct_utility_stdev_scale == 0.0 and player._tree is kept
+    # The score utility off: the name says so.
+    off = '{"staticScoreUtilityFactor": 0, "dynamicScoreUtilityFactor": 0}'
+    assert ask(server, f"kata-set-params {off}") == "="
+    assert player.name.endswith("24 visits, value only)") and not player.config.weighs_scores
+
+
+@pytest.mark.parametrize("search", ["puct", "gumbel"])
+def test_katago_only_parameters_are_refused_for_other_searches(search):
+    player = SearchPlayer(reference_model(), visits=8, search=search, symmetry=0)
+    server = GTPServer(Engine(player, size=5, komi=0.5, rules="chinese"), io.StringIO())
+    reply = ask(server, "kata-set-param fpuReductionMax 0.1")
+    assert reply.endswith("non-overridable parameter in kata-set-params: fpuReductionMax")
+    names = ask(server, "kata-list-params").split()[1:]
+    assert ("useLcbForSelection" in names) == (search == "puct")
+    if search == "gumbel":  # its root moves follow the budget unless they were given
+        assert ask(server, "kata-set-param maxVisits 33") == "="
+        assert player.config.max_num_considered_actions == 8
