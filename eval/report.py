@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -626,9 +627,27 @@ def _read_run(folder: Path) -> dict[str, Any]:
 _RUN_COLUMNS = ("seed", "selfplay.search_kind", "selfplay.num_simulations")
 
 
+@functools.cache
+def _default_settings() -> dict[str, Any]:
+    """``gojax train``'s default config, flattened: what a key a run's config lacks was
+    (the key was added after the run), as resuming reads it."""
+    from train.loop import config_to_json, default_config
+
+    return _flatten(config_to_json(default_config()))
+
+
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A run's flattened config, keys added to the defaults since it ran included
+    (only for a ``gojax train`` config: one with a ``selfplay`` group)."""
+    flat = _flatten(config)
+    if "selfplay" not in config:
+        return flat
+    return {**_default_settings(), **flat}
+
+
 def _differing_settings(runs: dict[str, dict[str, Any]]) -> list[str]:
     """Dotted config keys whose values differ between runs (what an ablation changed)."""
-    configs = [_flatten(run["config"]) for run in runs.values() if run["config"]]
+    configs = [_settings(run["config"]) for run in runs.values() if run["config"]]
     keys = sorted({k for c in configs for k in c})
     return [
         k
@@ -653,7 +672,7 @@ def _runs_markdown(runs: dict[str, dict[str, Any]]) -> str:
     body = []
     for name, run in runs.items():
         last, selfplay = run["records"][-1], run["config"].get("selfplay", {})
-        settings = _flatten(run["config"])
+        settings = _settings(run["config"])
         games = next((r["games"] for r in reversed(run["records"]) if "games" in r), None)
         seconds = next(
             (r["wall_seconds"] for r in reversed(run["records"]) if "wall_seconds" in r), None

@@ -374,6 +374,8 @@ def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
         config = {"seed": seed, "selfplay": {"search_kind": kind, "num_simulations": 2},
                   "eval": {"num_simulations": 16}, "learner": {"ownership_weight": weight,
                   "batch_size": 32, "num_devices": seed}}  # fmt: skip
+        if kind == "gumbel":  # a key added since the other runs ran, at its default
+            config["selfplay"]["fpu_reduction"] = 0.2
         (run / "config.json").write_text(json.dumps(config))
         evaluation = {"step": 32, "results": [
             {"opponent": "uct16", "games": 64, "wins": wins, "losses": 64 - wins, "draws": 0,
@@ -383,7 +385,8 @@ def test_a_folder_of_training_runs_renders_one_comparison(tmp_path):
     report = generate_report(tmp_path / "results", [tmp_path / "P.md"], tmp_path / "fig")
     assert report.ok and not report.warnings, report
     text = (tmp_path / "P.md").read_text()
-    # The setting that differs between runs gets a column (not those alike, nor devices).
+    # The setting that differs between runs gets a column (not those alike, nor devices,
+    # nor a key that one run has at the default the others ran with before it existed).
     header = (
         "| run | self-play search | seed | `learner.ownership_weight` | learner steps | games "
         "| minutes | vs uct16 (95% CI) |"
