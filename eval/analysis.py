@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from eval.analysis_query import MAX_VISITS, REPORT_AS, Query, QueryError, parse_query
+from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import (
     Analysis,
     _policy_analysis,
@@ -825,6 +826,11 @@ class AnalysisEngine:
             query, warnings = parse_query(request, visits=self.visits, report_as=self.report_as)
         except QueryError as err:
             return [{"error": err.message, "field": err.field, "id": ident}], None
+        if query.search and self.search != "katago":  # settings of a search not run here
+            settings = set(request.get("overrideSettings", {})) & set(KATAGO_SEARCH_FIELDS)
+            where = "overrideSettings" if settings else "rootFpuReductionMax"
+            warnings.append((where, "Needs the KataGo search (--search katago), ignored"))
+            query = dataclasses.replace(query, search=())
         replies = [{"field": f, "id": ident, "warning": w} for f, w in warnings]
         return replies, query
 
@@ -917,18 +923,18 @@ class AnalysisEngine:
                 kept, failures, firsts = self._replay_chunk(
                     [queries[i] for i in chunk], size, rules, max_moves
                 )
-                by_visits: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+                # Positions searched alike: the same budget and search settings.
+                alike: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
                 for i, failure, first in zip(chunk, failures, firsts, strict=True):
                     if failure is not None:
                         replies[i] = [failure]
                         stream.final(i, failure)
                         continue
                     for k, turn in enumerate(queries[i].turns):
-                        by_visits[queries[i].visits].append((i, turn, first + k))
-                ordered = sorted(
-                    by_visits.items(), key=lambda kv: (-max(map(priority, kv[1])), kv[0])
-                )
-                for visits, items in ordered:
+                        how = (queries[i].visits, queries[i].search)
+                        alike[how].append((i, turn, first + k))
+                ordered = sorted(alike.items(), key=lambda kv: (-max(map(priority, kv[1])), kv[0]))
+                for (visits, search), items in ordered:
                     items.sort(key=lambda item: -priority(item))
                     for part in _chunks(items, self.batch_size):
                         stream.check()
@@ -939,7 +945,9 @@ class AnalysisEngine:
                             defer((i, turn) for i, turn, _ in part)
                         if paused or not part:
                             continue
-                        results = self._search_part(queries, kept, part, visits, stream)
+                        results = self._search_part(
+                            queries, kept, part, visits, stream, dict(search)
+                        )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
                             stream.final(i, replies[i][-1])
@@ -954,9 +962,11 @@ class AnalysisEngine:
         part: list[tuple[int, int, int]],
         visits: int,
         stream: _Stream,
+        search: dict[str, float],
     ) -> list[_Result]:
         """The results of the positions ``part`` (query, turn, index into ``kept``),
-        searched together with ``visits`` each."""
+        searched together with ``visits`` each and the ``SearchConfig`` fields
+        ``search`` (``Query.search``)."""
 
         def stopped() -> list[int]:
             stream.check()
@@ -974,6 +984,7 @@ class AnalysisEngine:
             limits=[queries[i].max_time for i, _, _ in part],
             stopped=stopped,
             poll=stream.poll,
+            search=search,
             on_report=None
             if stream.report is None
             else functools.partial(_report_during_search, stream.report, queries, part),
@@ -1077,6 +1088,7 @@ class AnalysisEngine:
         limits: list[float] | None = None,
         stopped: Callable[[], list[int]] | None = None,
         poll: float = math.inf,
+        search: dict[str, float] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -1089,7 +1101,8 @@ class AnalysisEngine:
         search stops growing (its result has the visits it reached); so does, in a search
         run in parts, every position ``stopped()`` names between parts. A finite ``poll``
         runs the search in parts of about that many seconds even without reports or
-        limits, so that ``stopped()`` is asked that often."""
+        limits, so that ``stopped()`` is asked that often. ``search``: ``SearchConfig``
+        fields over the engine's (the KataGo search's settings a query set)."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
@@ -1110,7 +1123,7 @@ class AnalysisEngine:
             pb_c_init=self.c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
-            **self._utility_settings,
+            **(self._utility_settings | (search or {})),
         )
         search = functools.partial(
             self._search,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from eval.engine import EngineError, rules_from_json, rules_json
+from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
@@ -76,17 +77,18 @@ _FIELDS = {
     "includeMovesOwnershipStdev",
     "reportDuringSearchEvery",
     "firstReportDuringSearchAfter",
+    "rootFpuReductionMax",
 }
 # KataGo fields that are accepted but have no effect here (a warning says so when set).
 _IGNORED_FIELDS = {
     "rootPolicyTemperature",
-    "rootFpuReductionMax",
 }
 _SETTINGS = {
     "maxVisits",
     "maxTime",
     "analysisPVLen",
     "reportAnalysisWinratesAs",
+    *KATAGO_SEARCH_FIELDS,
 }  # overrideSettings
 
 
@@ -131,6 +133,10 @@ class Query:
     # inf when only the first is asked for), or None: no report before the final one.
     reports: tuple[float, float] | None = None
     max_time: float = math.inf  # seconds a search may take (overrideSettings maxTime)
+    # (SearchConfig field, value) of KataGo's search settings the query sets
+    # (overrideSettings by KataGo's names, eval.katago_names; rootFpuReductionMax), sorted:
+    # they apply to the KataGo search only.
+    search: tuple[tuple[str, float], ...] = ()
     # (turn, priority) of every turn of ``turns`` whose priority is not 0 (``priority``,
     # ``priorities``): higher is analysed first; ties go to the earlier query.
     priorities: tuple[tuple[int, int], ...] = ()
@@ -428,6 +434,34 @@ def _max_time(value: Any) -> float:
     return float(value)
 
 
+def _search_settings(request: dict) -> tuple[tuple[str, float], ...]:
+    """``Query.search``: KataGo's search settings from ``overrideSettings`` and the
+    top-level ``rootFpuReductionMax`` (which wins), numbers or numeric strings."""
+    given = {k: (v, "overrideSettings") for k, v in request.get("overrideSettings", {}).items()}
+    if "rootFpuReductionMax" in request:
+        given["rootFpuReductionMax"] = (request["rootFpuReductionMax"], "rootFpuReductionMax")
+    fields = {}
+    for name, (value, where) in given.items():
+        if name not in KATAGO_SEARCH_FIELDS:
+            continue
+        field, low, high = KATAGO_SEARCH_FIELDS[name]
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = math.nan
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            number = math.nan
+        if not low <= number <= high:  # also refuses nan
+            message = f"{name} must be a number from {low:g} to {high:g}"
+            if where == "overrideSettings":  # as KataGo words a bad setting
+                message = f"Could not set settings: {message}"
+            raise QueryError(where, message)
+        fields[field] = float(number)
+    return tuple(sorted(fields.items()))
+
+
 def _options(
     request: dict, visits: int, report_as: str, warnings: list[tuple[str, str]]
 ) -> tuple[int, int, str, float]:
@@ -515,6 +549,7 @@ def parse_query(
     if warning:
         warnings.append(("rules", warning))
     visits, pv_length, report_as, max_time = _options(request, visits, report_as, warnings)
+    search = _search_settings(request)
     include_ownership = _boolean(request, "includeOwnership")
     include_policy = _boolean(request, "includePolicy")
     include_pv_visits = _boolean(request, "includePVVisits")
@@ -553,5 +588,6 @@ def parse_query(
         reports=reports,
         max_time=max_time,
         priorities=priorities,
+        search=search,
     )
     return query, warnings

@@ -34,8 +34,8 @@ from typing import Any
 
 from eval.analysis_query import MAX_VISITS
 from eval.engine import Engine
+from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import SearchPlayer
-from gojax.search import KATAGO_PUCT_RANGES
 
 NO_TIME_LIMIT = 1e20  # KataGo's maxTime when none is set
 
@@ -86,28 +86,14 @@ class Param:
     kinds: tuple[str, ...] | None = None
 
 
-def _katago(field: str, low: float, high: float) -> Param:
-    return Param(_number(low, high), field, ("katago",))
-
-
 PARAMS: dict[str, Param] = {
     "allowResignation": Param(_boolean, kinds=()),
     "maxVisits": Param(_integer(1, MAX_VISITS)),
     "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
     "useLcbForSelection": Param(_boolean, "lcb_selection", ("puct", "katago", "uct")),
-    # KataGo's ranges for the score utility's weights; its PUCT's as SearchConfig's.
-    "staticScoreUtilityFactor": _katago("static_score_utility", 0.0, 1.0),
-    "dynamicScoreUtilityFactor": _katago("dynamic_score_utility", 0.0, 1.0),
     **{
-        name: _katago(field, *KATAGO_PUCT_RANGES[field])
-        for name, field in (
-            ("cpuctExploration", "cpuct_exploration"),
-            ("cpuctExplorationLog", "cpuct_exploration_log"),
-            ("cpuctExplorationBase", "cpuct_exploration_base"),
-            ("cpuctUtilityStdevScale", "cpuct_utility_stdev_scale"),
-            ("fpuReductionMax", "fpu_reduction"),
-            ("rootFpuReductionMax", "root_fpu_reduction"),
-        )
+        name: Param(_number(low, high), field, ("katago",))
+        for name, (field, low, high) in KATAGO_SEARCH_FIELDS.items()
     },
 }
 

@@ -168,6 +168,35 @@ def test_query_defaults_and_handicap_komi():
     assert list(q.actions) == [gtp_to_action("E5", 9), 81]
 
 
+def test_katago_search_settings_are_read_by_katagos_names():
+    q, warnings = parse(
+        overrideSettings={"fpuReductionMax": 0, "cpuctExploration": "2", "maxVisits": 9},
+        rootFpuReductionMax=0.5,
+    )
+    assert warnings == [] and q.visits == 9
+    assert q.search == (
+        ("cpuct_exploration", 2.0),
+        ("fpu_reduction", 0.0),
+        ("root_fpu_reduction", 0.5),
+    )
+    # The top-level field wins over the same setting in overrideSettings.
+    q, _ = parse(overrideSettings={"rootFpuReductionMax": 1}, rootFpuReductionMax=0.0)
+    assert q.search == (("root_fpu_reduction", 0.0),)
+    assert parse()[0].search == ()
+    with pytest.raises(
+        QueryError,
+        match="Could not set settings: cpuctUtilityStdevScale must be a number from 0 to 1",
+    ) as err:
+        parse(overrideSettings={"cpuctUtilityStdevScale": 2})
+    assert err.value.field == "overrideSettings"
+    for bad in ("wide", True, 3):
+        with pytest.raises(
+            QueryError, match="rootFpuReductionMax must be a number from 0 to 2"
+        ) as err:
+            parse(rootFpuReductionMax=bad)
+        assert err.value.field == "rootFpuReductionMax"
+
+
 def test_query_warnings_for_ignored_and_unknown_fields():
     _, warnings = parse(
         rootPolicyTemperature=0.5,
@@ -905,6 +934,27 @@ def test_serve_finishes_the_work_carried_over_at_the_end_of_the_input():
     replies = session([], eng)
     assert [(r["id"], r["turnNumber"]) for r in replies] == [("left", 1), ("left", 2)]
     assert eng.carried == []
+
+
+def test_a_querys_katago_settings_change_its_search_alone():
+    """Queries with different KataGo search settings in one batch are searched apart,
+    each with its own: no first-play urgency reduction at the root spreads the visits,
+    a large one keeps them on the move tried first."""
+    eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=2, min_batch=2, search="katago")
+    position = {"moves": [["B", "C3"], ["W", "D3"], ["B", "B2"]], "boardXSize": 5,
+                "boardYSize": 5, "komi": 0.5, "maxVisits": 25}  # fmt: skip
+    wide = query(id="wide", rootFpuReductionMax=0, **position)
+    narrow = query(id="narrow", overrideSettings={"rootFpuReductionMax": 2}, **position)
+    default = query(id="default", **position)
+    replies = {r["id"]: r for r in session([json.dumps(q) for q in (wide, narrow, default)], eng)}
+    searched = {k: len(r["moveInfos"]) for k, r in replies.items()}
+    assert searched["wide"] > searched["default"] > searched["narrow"] == 1, searched
+    assert all(r["rootInfo"]["visits"] == 25 for r in replies.values())
+    # The PUCT engine has no such settings: it says so and searches as ever.
+    (warning, reply) = session([json.dumps(wide)], small_batches())
+    assert warning == {"field": "rootFpuReductionMax", "id": "wide",
+                       "warning": "Needs the KataGo search (--search katago), ignored"}  # fmt: skip
+    assert reply["id"] == "wide" and reply["rootInfo"]["visits"] == 25
 
 
 def test_analysis_search_kinds_are_checked():
