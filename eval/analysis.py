@@ -50,6 +50,7 @@ from eval.players import (
     Analysis,
     _policy_analysis,
     listed_actions,
+    model_info,
     optimism_label,
     optimism_modules,
     root_moves,
@@ -841,17 +842,7 @@ class AnalysisEngine:
         if action == "query_version":
             return request | {"version": _version(), "git_hash": "<omitted>"}
         if action == "query_models":
-            model = self.model
-            name = getattr(model, "name", "model")
-            info = {
-                "name": os.path.basename(str(getattr(model, "path", name))),
-                "internalName": name,
-                "maxBatchSize": self.batch_size,
-                "usesHumanSLProfile": False,
-                "version": model.version,
-                "usingFP16": "false",
-            }
-            return request | {"models": [info]}
+            return request | {"models": [model_info(self.model, max_batch_size=self.batch_size)]}
         if action == "clear_cache":  # evaluations are not cached; replayed games are
             self._replays.clear()
             return request

@@ -598,8 +598,12 @@ class Engine:
         progress=None,
         avoid: np.ndarray | None = None,
         cleanup: bool = False,
+        play: bool = True,
     ) -> tuple[int, Analysis]:
         """Choose a move for ``colour``, play it, and return it (or ``RESIGN``) with the analysis.
+
+        ``play=False`` (KataGo's ``kata-search``) leaves the move to the controller's
+        ``play``; the clock and the resignation count still take the search.
 
         ``avoid`` keeps moves out of the search as in :meth:`analyze`.
 
@@ -630,7 +634,7 @@ class Engine:
             action = RESIGN
         elif self._winning_pass(colour, analysis) and _may_pass(root_moves(avoid, colour)):
             action = self.size * self.size
-        if action != RESIGN:
+        if action != RESIGN and play:
             self.play(colour, action)
         spent = time.monotonic() - start
         self.clocks[colour].spend(self.time_settings, spent)

@@ -41,7 +41,7 @@ from eval.engine import (
     rules_from_json,
     rules_json,
 )
-from eval.players import Analysis, keep_out, knows_ownership
+from eval.players import Analysis, keep_out, knows_ownership, model_info
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import action_to_gtp, gtp_to_action
 
@@ -425,6 +425,9 @@ class GTPServer:
             "kata-analyze": self.cmd_kata_analyze,
             "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
+            "kata-search": self.cmd_kata_search,
+            "kata-search_analyze": self.cmd_kata_search_analyze,
+            "kata-get-models": self.cmd_kata_get_models,
             "kata-raw-nn": self.cmd_kata_raw_nn,
             "gogui-analyze_commands": lambda args, _id: "\n".join(GOGUI_ANALYZE_COMMANDS),
             "gojax-ownership": self.cmd_gojax_ownership,
@@ -540,6 +543,19 @@ class GTPServer:
         colour = _colour(_args(args, 1)[0])
         action, _ = self.engine.genmove(colour)
         return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+    def cmd_kata_search(self, args, _id):
+        # genmove without the move: the controller plays it (or not) with ``play``.
+        colour = _colour(_args(args, 1)[0])
+        action, _ = self.engine.genmove(colour, play=False)
+        return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+    def cmd_kata_get_models(self, args, _id):
+        _args(args, 0)
+        model = getattr(self.engine.player, "model", None)
+        if getattr(model, "variables", None) is None or not hasattr(model, "module"):
+            return "[]"  # no network (KataGo's answer without one)
+        return json.dumps([model_info(model, max_batch_size=1)], separators=(",", ":"))
 
     def cmd_kgs_genmove_cleanup(self, args, _id):
         # KGS's cleanup phase: no pass while a dead opponent stone is on the board.
@@ -839,7 +855,7 @@ class GTPServer:
     def cmd_kata_analyze(self, args, ident):
         return self._start_analysis(args, ident, kata=True)
 
-    def _genmove_analyze(self, args, ident, *, kata: bool):
+    def _genmove_analyze(self, args, ident, *, kata: bool, play: bool = True):
         opts = AnalyzeOptions.parse(args, self.engine.size)
         colour = self.engine.to_play if opts.colour is None else opts.colour
         size = self.engine.size
@@ -853,7 +869,9 @@ class GTPServer:
                 lines.append(format_analysis(analysis, size, kata=kata, opts=opts))
 
         # A failure here is reported as an ordinary error: nothing was written yet.
-        action, analysis = self.engine.genmove(colour, progress=progress, avoid=opts.avoid)
+        action, analysis = self.engine.genmove(
+            colour, progress=progress, avoid=opts.avoid, play=play
+        )
         final = format_analysis(analysis, size, kata=kata, opts=opts)
         if not lines or lines[-1] != final:
             lines.append(final)
@@ -866,6 +884,9 @@ class GTPServer:
 
     def cmd_kata_genmove_analyze(self, args, ident):
         return self._genmove_analyze(args, ident, kata=True)
+
+    def cmd_kata_search_analyze(self, args, ident):
+        return self._genmove_analyze(args, ident, kata=True, play=False)
 
 
 def _one_line(text: str) -> str:

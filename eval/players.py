@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -47,6 +48,21 @@ PONDER_PARTS = 16
 # (rootPolicyOptimism) and fully below it (policyOptimism). See gojax.nn.KataGoNet.
 KATAGO_ROOT_POLICY_OPTIMISM = 0.2
 KATAGO_POLICY_OPTIMISM = 1.0
+
+
+def model_info(model: Any, *, max_batch_size: int) -> dict[str, Any]:
+    """KataGo's description of a loaded network (``kata-get-models``, the analysis
+    engine's ``query_models``): file name, internal name, the most positions evaluated
+    at once, the human-profile flag (none here), model version, half precision (no)."""
+    name = getattr(model, "name", "model")
+    return {
+        "name": os.path.basename(str(getattr(model, "path", name))),
+        "internalName": name,
+        "maxBatchSize": int(max_batch_size),
+        "usesHumanSLProfile": False,
+        "version": model.version,
+        "usingFP16": "false",
+    }
 
 
 def has_optimistic_policy(model: Any) -> bool:

@@ -97,6 +97,7 @@ class KataGoModel:
       batch_stats: the matching ``batch_stats`` (mean 0, var ``1 - eps``).
       output_spec: how to read the outputs (the version and, from version 13, the
         multipliers the file stores): pass it as ``evaluate``'s ``version``.
+      path: the file ``load_model`` read it from (None when parsed from bytes).
     """
 
     name: str
@@ -107,6 +108,7 @@ class KataGoModel:
     params: Params
     batch_stats: Params
     output_spec: OutputSpec | None = None
+    path: str | None = None  # the file it was loaded from (``load_model``)
 
     def __post_init__(self) -> None:
         if self.output_spec is None:
@@ -629,7 +631,12 @@ def load_model(path: str | Path) -> KataGoModel:
     Raises ``ValueError`` (naming the file and what is wrong) for anything
     unreadable, malformed or unsupported; ``FileNotFoundError`` if absent.
     """
-    path = Path(path)
+    model = _read_model(Path(path))
+    model.path = str(path)
+    return model
+
+
+def _read_model(path: Path) -> KataGoModel:
     source = str(path)
     lower = path.name.lower()
     raw = path.read_bytes()

@@ -403,6 +403,7 @@ def test_scripted_session_answers_every_line_and_keeps_going():
                 overrideSettings={"reportAnalysisWinratesAs": "SIDETOMOVE"},
             )
         ),
+        json.dumps({"id": "m", "action": "query_models"}),
     ]
     replies = session(lines)
     by_id: dict = {}
@@ -437,7 +438,11 @@ def test_scripted_session_answers_every_line_and_keeps_going():
     white = by_id["white"]
     assert white[0]["warning"] and white[0]["field"] == "typo"
     assert white[1]["turnNumber"] == 1 and white[1]["rootInfo"]["currentPlayer"] == "B"
-    assert len(replies) == 16
+    (models,) = by_id["m"]
+    internal = MODEL.removesuffix(".bin.gz")  # the file's name, and the name inside it
+    assert models["models"] == [{"name": MODEL, "internalName": internal, "maxBatchSize": 8,
+        "usesHumanSLProfile": False, "version": 8, "usingFP16": "false"}]  # fmt: skip
+    assert len(replies) == 17
 
 
 def test_reported_perspective_follows_report_as():

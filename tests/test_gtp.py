@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import math
 import os
 import re
@@ -1033,6 +1034,31 @@ def test_search_player_plays_and_reuses_its_tree():
     assert set(listed(reply[1])) <= {"C3", "G7", "pass"} and reply[-1] != "play resign"
     visits = [int(v) for v in re.findall(r" visits (\d+)", reply[1])]
     assert sum(visits) == 16 and player._tree is None
+
+
+def test_kata_search_chooses_a_move_and_leaves_it_to_the_controller():
+    from eval.players import UCTPlayer
+
+    engine = Engine(UCTPlayer(visits=8), size=5, komi=0.5, rules="chinese")
+    server = GTPServer(engine, io.StringIO(), version="test")
+    move = ask(server, "kata-search b")[2:]
+    assert re.fullmatch(r"[A-E][1-5]|pass", move) and engine.moves == []
+    assert engine.player._tree is not None  # kept for the controller's play
+    assert ask(server, f"play b {move}") == "="
+    # The next search goes on from the subtree below the played move.
+    assert int(engine.player._start_tree(engine.state).node_visits[0, 0]) >= 1
+    reply = ask(server, "kata-search_analyze w 1").split("\n")
+    assert reply[0] == "=" and reply[1].startswith("info move ") and reply[-1].startswith("play ")
+    assert len(engine.moves) == 1 and engine.to_play == -1  # still White's turn
+    assert ask(server, "kata-search") == "? syntax error"
+
+
+def test_kata_get_models_describes_the_network():
+    assert ask(make_server(), "kata-get-models") == "= []"  # uniform moves: no network
+    (info,) = json.loads(ask(fresh_net_server(), "kata-get-models")[2:])
+    assert info == {"name": MODEL, "internalName": info["internalName"], "maxBatchSize": 1,
+                    "usesHumanSLProfile": False, "version": 8, "usingFP16": "false"}  # fmt: skip
+    assert info["internalName"]
 
 
 def test_pondering_grows_one_search_and_genmove_plays_from_it():
