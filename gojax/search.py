@@ -295,6 +295,18 @@ class SearchConfig:
         return 0.0 if self.dirichlet_fraction > 0 else 0.1
 
     @property
+    def katago_puct_constants(self) -> dict[str, float]:
+        """The keywords of ``gojax._selection.katago_puct`` this config sets."""
+        return dict(
+            root_fpu_reduction=self.root_fpu,
+            fpu_reduction=self.fpu_reduction,
+            stdev_scale=self.cpuct_utility_stdev_scale,
+            cpuct=self.cpuct_exploration,
+            cpuct_log=self.cpuct_exploration_log,
+            cpuct_base=self.cpuct_exploration_base,
+        )
+
+    @property
     def weighs_scores(self) -> bool:
         """Whether the search adds KataGo's score utility (given a score distribution)."""
         return self.kind == "katago" and (
@@ -1311,15 +1323,7 @@ def search(
         root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
         rules = _Rules(root_rule, rule)
     elif config.kind == "katago":
-        rule = functools.partial(
-            _selection.katago_puct,
-            root_fpu_reduction=config.root_fpu,
-            fpu_reduction=config.fpu_reduction,
-            stdev_scale=config.cpuct_utility_stdev_scale,
-            cpuct=config.cpuct_exploration,
-            cpuct_log=config.cpuct_exploration_log,
-            cpuct_base=config.cpuct_exploration_base,
-        )
+        rule = functools.partial(_selection.katago_puct, **config.katago_puct_constants)
         rules = _Rules(functools.partial(rule, depth=0), rule)
     elif config.kind == "gumbel":
         rules = _Rules(

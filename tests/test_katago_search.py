@@ -130,12 +130,7 @@ def test_the_configs_constants_reach_every_selection(fields, constants):
             jax.tree.map(lambda x: x[b], t),
             node,
             node,
-            root_fpu_reduction=config.root_fpu,
-            fpu_reduction=config.fpu_reduction,
-            stdev_scale=config.cpuct_utility_stdev_scale,
-            cpuct=config.cpuct_exploration,
-            cpuct_log=config.cpuct_exploration_log,
-            cpuct_base=config.cpuct_exploration_base,
+            **config.katago_puct_constants,
         )
     )
     checked = 0
