@@ -265,6 +265,8 @@ class Engine:
         (:meth:`allow_resignation` turns it on and off during a session).
       lag: seconds per move kept back from the clock for delays outside the search.
       seed: for the player's random choices.
+      warm: compile and time the player's search for the first board now; False
+        leaves it to the caller (:meth:`warm_again`), who changes the player first.
     """
 
     def __init__(
@@ -279,6 +281,7 @@ class Engine:
         resign_consecutive: int = 3,
         lag: float = 1.0,
         seed: int = 0,
+        warm: bool = True,
     ) -> None:
         self.player = player
         self.visits = int(visits)
@@ -299,7 +302,9 @@ class Engine:
         self.genmove_seconds = 0.0  # GTP ``cputime``: wall time spent in genmove so far
         self._warm: set[tuple[int, str]] = set()
         self._raw_nn: tuple[object, object] | None = None  # (model, jitted evaluation)
+        self._no_warmup = not warm  # the caller warms up once it has set the player up
         self.set_size(size)
+        self._no_warmup = False
 
     # -- game setup -----------------------------------------------------------
 
@@ -344,7 +349,7 @@ class Engine:
         self.history: list[GoState] = []  # the position before each move of ``moves``
         self.moves: list[Move] = []
         key = (self.size, self.rules)
-        if key not in self._warm:
+        if key not in self._warm and not self._no_warmup:
             self.player.warmup(self.state)
             self._warm.add(key)
 

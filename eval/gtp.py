@@ -977,7 +977,8 @@ def make_engine(args: argparse.Namespace) -> Engine:
     size = args.size or (sizes[0] if sizes else 19)
     if sizes is not None and size not in sizes:
         raise ValueError(f"{player.name} plays only on {' or '.join(map(str, sizes))}x boards")
-    return Engine(
+    settings = gtp_params.settings_from_text(args.override_config or "")
+    engine = Engine(
         player,
         size=size,
         komi=args.komi,
@@ -986,7 +987,12 @@ def make_engine(args: argparse.Namespace) -> Engine:
         resign_threshold=args.resign_threshold,
         lag=args.lag,
         seed=args.seed,
+        warm=not settings,
     )
+    if settings:  # then warmed once, as set
+        gtp_params.set_params(engine, settings, warm=False)
+        engine.warm_again()
+    return engine
 
 
 def cmd_gtp(args: argparse.Namespace) -> int:
@@ -1087,6 +1093,13 @@ def register(commands) -> None:
         default=None,
         metavar=f"{MIN_SIZE}..{MAX_SIZE}",
         help="initial board size (default: 19, or the size an AlphaGo Zero net was trained on)",
+    )
+    gtp.add_argument(
+        "--override-config",
+        default=None,
+        metavar="NAME=VALUE,...",
+        help="KataGo's parameters to start with, as kata-set-param sets them "
+        "(e.g. maxVisits=200,maxTime=5,fpuReductionMax=0.1; docs/gtp.md lists them)",
     )
     gtp.add_argument(
         "--resign-threshold",

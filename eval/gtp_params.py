@@ -139,9 +139,10 @@ def dump(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def set_params(engine: Engine, settings: dict[str, str]) -> None:
+def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -> None:
     """Set every parameter of ``settings`` (name -> text, as KataGo's config reads it)
-    or, if any is unknown, not honoured here or out of range, none (ParamError)."""
+    or, if any is unknown, not honoured here or out of range, none (ParamError).
+    A changed search is compiled and timed at once unless ``warm`` is False."""
     parsed: dict[str, Any] = {}
     for name, text in settings.items():
         param = PARAMS.get(name)
@@ -170,12 +171,25 @@ def set_params(engine: Engine, settings: dict[str, str]) -> None:
             player.set_search(visits, **fields)
         except ValueError as error:
             raise ParamError(f"Could not set params: {error}") from None
-        engine.warm_again()
+        if warm:
+            engine.warm_again()
     if "maxTime" in parsed:
         seconds = parsed["maxTime"]
         engine.max_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
+
+
+def settings_from_text(text: str) -> dict[str, str]:
+    """``gojax gtp --override-config``'s ``NAME=VALUE,NAME=VALUE`` (KataGo's
+    ``-override-config``); ParamError for an entry without ``=``."""
+    settings = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, equals, value = entry.partition("=")
+        if not equals or not name.strip():
+            raise ParamError(f"--override-config: {entry!r} is not NAME=VALUE")
+        settings[name.strip()] = value.strip()
+    return settings
 
 
 def settings_from_json(text: str) -> dict[str, str]:

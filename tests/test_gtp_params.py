@@ -3,6 +3,7 @@ player, their values, and that setting them changes the search that plays."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import io
 import json
@@ -11,11 +12,11 @@ import re
 
 import pytest
 from reference import reference_path
-from test_gtp import MODEL, ask, make_server
+from test_gtp import MODEL, ask, gtp_flags, make_server
 
 from eval import gtp_params
 from eval.engine import KATAGO_RESIGN_WINRATE, Engine
-from eval.gtp import GTPServer
+from eval.gtp import GTPServer, make_engine
 from eval.players import SearchPlayer, UCTPlayer
 
 
@@ -197,3 +198,25 @@ def test_katago_only_parameters_are_refused_for_other_searches(search):
     if search == "gumbel":  # its root moves follow the budget unless they were given
         assert ask(server, "kata-set-param maxVisits 33") == "="
         assert player.config.max_num_considered_actions == 8
+
+
+def test_override_config_sets_parameters_at_start_and_warms_up_once(monkeypatch):
+    warmups = []
+    original = UCTPlayer.warmup
+    monkeypatch.setattr(UCTPlayer, "warmup", lambda self, s: warmups.append(original(self, s)))
+    settings = "maxVisits=9, maxTime=3,allowResignation=true"
+    flags = gtp_flags(
+        "--player", "uct", "--visits", "4", "--size", "5", "--override-config", settings
+    )
+    engine = make_engine(argparse.Namespace(**flags))
+    assert engine.player.visits == 8 and engine.player.name == "uct(8 playouts)"
+    assert engine.max_time == 3.0 and engine.resign_threshold == KATAGO_RESIGN_WINRATE
+    assert len(warmups) == 1  # the search as set, not the one of --visits first
+    for text, message in (
+        ("numSearchThreads=4", "non-overridable parameter in kata-set-params: numSearchThreads"),
+        ("maxVisits", "'maxVisits' is not NAME=VALUE"),
+        ("maxVisits=0", "maxVisits must be an integer from 1 to 65536, not '0'"),
+    ):
+        flags = gtp_flags("--player", "uct", "--size", "5", "--override-config", text)
+        with pytest.raises(ValueError, match=message):
+            make_engine(argparse.Namespace(**flags))
