@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -549,6 +549,14 @@ class Engine:
         state = self._state_for(self.to_play if colour is None else colour)
         return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
+    def network(self) -> Any:
+        """The player's network (a ``KataGoModel`` or ``TrainedModel``), or None for a
+        player without one (UCT's rollout weights travel as ``variables`` but are no net)."""
+        model = getattr(self.player, "model", None)
+        if getattr(model, "variables", None) is None or not hasattr(model, "module"):
+            return None
+        return model
+
     def raw_nn(self, symmetries: list[int]) -> list[dict[str, np.ndarray]]:
         """KataGo's ``kata-raw-nn``: one network evaluation of the position to play under
         each of ``symmetries`` (0..7), as ``gojax.evaluate`` gives it (White's view,
@@ -556,8 +564,8 @@ class Engine:
 
         Raises EngineError for a player without a network.
         """
-        model = getattr(self.player, "model", None)
-        if getattr(model, "variables", None) is None or not hasattr(model, "module"):
+        model = self.network()
+        if model is None:
             raise EngineError("this player has no network")
         if self._raw_nn is None or self._raw_nn[0] is not model:
             from gojax.evaluate import evaluate

@@ -552,9 +552,9 @@ class GTPServer:
 
     def cmd_kata_get_models(self, args, _id):
         _args(args, 0)
-        model = getattr(self.engine.player, "model", None)
-        if getattr(model, "variables", None) is None or not hasattr(model, "module"):
-            return "[]"  # no network (KataGo's answer without one)
+        model = self.engine.network()
+        if model is None:
+            return "[]"  # KataGo's answer without a network
         return json.dumps([model_info(model, max_batch_size=1)], separators=(",", ":"))
 
     def cmd_kgs_genmove_cleanup(self, args, _id):

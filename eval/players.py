@@ -56,7 +56,7 @@ def model_info(model: Any, *, max_batch_size: int) -> dict[str, Any]:
     at once, the human-profile flag (none here), model version, half precision (no)."""
     name = getattr(model, "name", "model")
     return {
-        "name": os.path.basename(str(getattr(model, "path", name))),
+        "name": os.path.basename(getattr(model, "path", None) or name),
         "internalName": name,
         "maxBatchSize": int(max_batch_size),
         "usesHumanSLProfile": False,

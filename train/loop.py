@@ -42,7 +42,7 @@ import ml_collections
 import numpy as np
 
 from gojax._atomic import atomic_file, write_atomic
-from gojax.search import SearchConfig
+from gojax.search import KATAGO_PUCT_RANGES, SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
 from train.evaluation import GAMES_AXIS, play_arena, random_agent, search_agent, uct_agent
@@ -157,12 +157,7 @@ def default_config() -> ml_collections.ConfigDict:
             # exploration c(N) = cpuct + log * ln((N + base) / base), its scale by the
             # utilities' spread, the first-play urgency reductions (root: None = 0.1,
             # 0 under root noise).
-            cpuct_exploration=SearchConfig.cpuct_exploration,
-            cpuct_exploration_log=SearchConfig.cpuct_exploration_log,
-            cpuct_exploration_base=SearchConfig.cpuct_exploration_base,
-            cpuct_utility_stdev_scale=SearchConfig.cpuct_utility_stdev_scale,
-            fpu_reduction=SearchConfig.fpu_reduction,
-            root_fpu_reduction=None,
+            **{field: getattr(SearchConfig, field) for field in KATAGO_PUCT_RANGES},
             temperature_moves=8,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
@@ -391,12 +386,7 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         normalise_values=s.normalise_values,
         static_score_utility=s.static_score_utility,
         dynamic_score_utility=s.dynamic_score_utility,
-        cpuct_exploration=s.cpuct_exploration,
-        cpuct_exploration_log=s.cpuct_exploration_log,
-        cpuct_exploration_base=s.cpuct_exploration_base,
-        cpuct_utility_stdev_scale=s.cpuct_utility_stdev_scale,
-        fpu_reduction=s.fpu_reduction,
-        root_fpu_reduction=s.root_fpu_reduction,
+        **{field: s[field] for field in KATAGO_PUCT_RANGES},
     )
     return SearchConfig(**{**fields, **play})
 
