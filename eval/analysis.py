@@ -44,8 +44,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eval.analysis_query import MAX_VISITS, REPORT_AS, Query, QueryError, parse_query
-from eval.katago_names import KATAGO_SEARCH_FIELDS
+from eval.analysis_query import (
+    MAX_VISITS,
+    REPORT_AS,
+    Query,
+    QueryError,
+    parse_query,
+    without_foreign_settings,
+)
 from eval.players import (
     Analysis,
     _policy_analysis,
@@ -827,11 +833,8 @@ class AnalysisEngine:
             query, warnings = parse_query(request, visits=self.visits, report_as=self.report_as)
         except QueryError as err:
             return [{"error": err.message, "field": err.field, "id": ident}], None
-        if query.search and self.search != "katago":  # settings of a search not run here
-            settings = set(request.get("overrideSettings", {})) & set(KATAGO_SEARCH_FIELDS)
-            where = "overrideSettings" if settings else "rootFpuReductionMax"
-            warnings.append((where, "Needs the KataGo search (--search katago), ignored"))
-            query = dataclasses.replace(query, search=())
+        query, dropped = without_foreign_settings(request, query, self.search)
+        warnings.extend(dropped)
         replies = [{"field": f, "id": ident, "warning": w} for f, w in warnings]
         return replies, query
 

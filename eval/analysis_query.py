@@ -78,10 +78,14 @@ _FIELDS = {
     "reportDuringSearchEvery",
     "firstReportDuringSearchAfter",
     "rootFpuReductionMax",
-}
-# KataGo fields that are accepted but have no effect here (a warning says so when set).
-_IGNORED_FIELDS = {
     "rootPolicyTemperature",
+}
+# Top-level query fields that set KataGo's search settings (they win over the same
+# settings in overrideSettings): the field -> the settings it sets.
+_TOP_LEVEL_SETTINGS = {
+    "rootFpuReductionMax": ("rootFpuReductionMax",),
+    # KataGo's analysis engine sets the early temperature with it.
+    "rootPolicyTemperature": ("rootPolicyTemperature", "rootPolicyTemperatureEarly"),
 }
 _SETTINGS = {
     "maxVisits",
@@ -134,8 +138,8 @@ class Query:
     reports: tuple[float, float] | None = None
     max_time: float = math.inf  # seconds a search may take (overrideSettings maxTime)
     # (SearchConfig field, value) of KataGo's search settings the query sets
-    # (overrideSettings by KataGo's names, eval.katago_names; rootFpuReductionMax), sorted:
-    # they apply to the KataGo search only.
+    # (overrideSettings by KataGo's names, eval.katago_names; rootFpuReductionMax,
+    # rootPolicyTemperature), sorted; each applies to the search kinds its table row names.
     search: tuple[tuple[str, float], ...] = ()
     # (turn, priority) of every turn of ``turns`` whose priority is not 0 (``priority``,
     # ``priorities``): higher is analysed first; ties go to the earlier query.
@@ -436,15 +440,17 @@ def _max_time(value: Any) -> float:
 
 def _search_settings(request: dict) -> tuple[tuple[str, float], ...]:
     """``Query.search``: KataGo's search settings from ``overrideSettings`` and the
-    top-level ``rootFpuReductionMax`` (which wins), numbers or numeric strings."""
+    top-level ``rootFpuReductionMax`` and ``rootPolicyTemperature`` (which win), numbers
+    or numeric strings."""
     given = {k: (v, "overrideSettings") for k, v in request.get("overrideSettings", {}).items()}
-    if "rootFpuReductionMax" in request:
-        given["rootFpuReductionMax"] = (request["rootFpuReductionMax"], "rootFpuReductionMax")
+    for top, names in _TOP_LEVEL_SETTINGS.items():
+        if top in request:
+            given.update({name: (request[top], top) for name in names})
     fields = {}
     for name, (value, where) in given.items():
         if name not in KATAGO_SEARCH_FIELDS:
             continue
-        field, low, high = KATAGO_SEARCH_FIELDS[name]
+        field, low, high, _ = KATAGO_SEARCH_FIELDS[name]
         number = value
         if isinstance(value, str):
             try:
@@ -454,12 +460,36 @@ def _search_settings(request: dict) -> tuple[tuple[str, float], ...]:
         if isinstance(number, bool) or not isinstance(number, int | float):
             number = math.nan
         if not low <= number <= high:  # also refuses nan
-            message = f"{name} must be a number from {low:g} to {high:g}"
+            bounds = f"must be a number from {low:g} to {high:g}"
             if where == "overrideSettings":  # as KataGo words a bad setting
-                message = f"Could not set settings: {message}"
+                message = f"Could not set settings: {name} {bounds}"
+            else:  # a top-level field
+                message = f"{where} {bounds}"
             raise QueryError(where, message)
         fields[field] = float(number)
     return tuple(sorted(fields.items()))
+
+
+def without_foreign_settings(
+    request: dict, query: Query, kind: str
+) -> tuple[Query, list[tuple[str, str]]]:
+    """``query`` without the search settings a ``kind`` search does not have (KataGo's
+    PUCT constants under ``--search puct``), and a warning for each field that set one."""
+    foreign = {name for name, setting in KATAGO_SEARCH_FIELDS.items() if kind not in setting.kinds}
+    fields = {KATAGO_SEARCH_FIELDS[name].field for name in foreign}
+    if not any(field in fields for field, _ in query.search):
+        return query, []
+    warning = "Needs the KataGo search (--search katago), ignored"
+    warnings = []
+    if foreign & set(request.get("overrideSettings", {})):
+        warnings.append(("overrideSettings", warning))
+    warnings += [
+        (top, warning)
+        for top, names in _TOP_LEVEL_SETTINGS.items()
+        if top in request and foreign & set(names)
+    ]
+    kept = tuple((field, value) for field, value in query.search if field not in fields)
+    return dataclasses.replace(query, search=kept), warnings
 
 
 def _options(
@@ -560,10 +590,7 @@ def parse_query(
     avoid = _avoid(request, size)
     reports = _reports(request)
     for field in sorted(set(request) - _FIELDS):
-        if field not in _IGNORED_FIELDS:
-            warnings.append((field, "Unexpected or unused field, do you have a typo?"))
-        elif request[field] not in (False, None, [], {}):
-            warnings.append((field, "Not supported by this engine, ignored"))
+        warnings.append((field, "Unexpected or unused field, do you have a typo?"))
     query = Query(
         id=request["id"],
         size=size,

@@ -11,6 +11,8 @@ for the player it runs:
   alone) and ``maxTime`` (seconds a ``genmove`` may think, whatever the
   clock allows; KataGo's default 1e20 is no limit);
 * PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
+* PUCT and KataGo's PUCT: ``rootPolicyTemperature``,
+  ``rootPolicyTemperatureEarly``;
 * KataGo's PUCT (``--search katago``): ``staticScoreUtilityFactor``,
   ``dynamicScoreUtilityFactor``, ``cpuctExploration``,
   ``cpuctExplorationLog``, ``cpuctExplorationBase``,
@@ -92,10 +94,20 @@ PARAMS: dict[str, Param] = {
     "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
     "useLcbForSelection": Param(_boolean, "lcb_selection", ("puct", "katago", "uct")),
     **{
-        name: Param(_number(low, high), field, ("katago",))
-        for name, (field, low, high) in KATAGO_SEARCH_FIELDS.items()
+        name: Param(_number(setting.low, setting.high), setting.field, setting.kinds)
+        for name, setting in KATAGO_SEARCH_FIELDS.items()
     },
 }
+
+
+def _effective(config: Any, field: str) -> Any:
+    """A ``SearchConfig`` field's value as the search uses it: KataGo's defaults for the
+    fields whose None means one (the root FPU reduction; the early root temperature)."""
+    if field == "root_fpu_reduction":
+        return config.root_fpu
+    if field == "root_policy_temperature_early" and config.root_policy_temperature_early is None:
+        return config.root_policy_temperature
+    return getattr(config, field)
 
 
 def _applies(param: Param, engine: Engine) -> bool:
@@ -124,9 +136,7 @@ def value(engine: Engine, name: str) -> Any:
         return player.visits + 1
     if name == "maxTime":
         return min(engine.max_time, NO_TIME_LIMIT)
-    if name == "rootFpuReductionMax":
-        return player.config.root_fpu
-    return getattr(player.config, param.field)
+    return _effective(player.config, param.field)
 
 
 def values(engine: Engine) -> dict[str, Any]:
@@ -160,9 +170,14 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
     player = engine.player
     changes_search = "maxVisits" in parsed or fields
     if changes_search:
-        current = {field: getattr(player.config, field) for field in fields}
-        if "root_fpu_reduction" in current:
-            current["root_fpu_reduction"] = player.config.root_fpu
+        # The early root temperature compares as stored: one set equal to the late one
+        # stays where it is when the late one changes later, as in KataGo.
+        current = {
+            field: getattr(player.config, field)
+            if field == "root_policy_temperature_early"
+            else _effective(player.config, field)
+            for field in fields
+        }
         visits = parsed.get("maxVisits", player.visits + 1) - 1
         if visits == player.visits and fields == current:
             changes_search = False  # nothing new: keep the tree and the compiled search

@@ -1,21 +1,37 @@
-"""KataGo's names for the settings of gojax's KataGo search.
+"""KataGo's names for the settings of gojax's searches.
 
 KataGo's GTP engine (``kata-set-param``) and analysis engine
 (``overrideSettings``) change its search by these names; both front ends
-read them from this table: KataGo's parameter -> ``(SearchConfig`` field,
-lowest, highest``)``, with KataGo's ranges. They apply to
-``SearchConfig(kind="katago")`` only.
+read them from this table: KataGo's parameter -> :class:`SearchSetting`
+(the ``SearchConfig`` field, KataGo's range, and the search kinds it applies
+to).
 """
 
 from __future__ import annotations
 
-from gojax.search import KATAGO_PUCT_RANGES
+from typing import NamedTuple
 
-KATAGO_SEARCH_FIELDS: dict[str, tuple[str, float, float]] = {
-    "staticScoreUtilityFactor": ("static_score_utility", 0.0, 1.0),
-    "dynamicScoreUtilityFactor": ("dynamic_score_utility", 0.0, 1.0),
+from gojax.search import KATAGO_PUCT_RANGES, ROOT_TEMPERATURE_RANGE
+
+
+class SearchSetting(NamedTuple):
+    """One of KataGo's search parameters as a ``SearchConfig`` field."""
+
+    field: str
+    low: float  # KataGo's range
+    high: float
+    kinds: tuple[str, ...]  # the SearchConfig kinds that honour it
+
+
+_KATAGO_ONLY = ("katago",)
+# The root policy temperature tempers the prior of any PUCT search.
+_PUCTS = ("puct", "katago")
+
+KATAGO_SEARCH_FIELDS: dict[str, SearchSetting] = {
+    "staticScoreUtilityFactor": SearchSetting("static_score_utility", 0.0, 1.0, _KATAGO_ONLY),
+    "dynamicScoreUtilityFactor": SearchSetting("dynamic_score_utility", 0.0, 1.0, _KATAGO_ONLY),
     **{
-        name: (field, *KATAGO_PUCT_RANGES[field])
+        name: SearchSetting(field, *KATAGO_PUCT_RANGES[field], _KATAGO_ONLY)
         for name, field in (
             ("cpuctExploration", "cpuct_exploration"),
             ("cpuctExplorationLog", "cpuct_exploration_log"),
@@ -25,4 +41,10 @@ KATAGO_SEARCH_FIELDS: dict[str, tuple[str, float, float]] = {
             ("rootFpuReductionMax", "root_fpu_reduction"),
         )
     },
+    "rootPolicyTemperature": SearchSetting(
+        "root_policy_temperature", *ROOT_TEMPERATURE_RANGE, _PUCTS
+    ),
+    "rootPolicyTemperatureEarly": SearchSetting(
+        "root_policy_temperature_early", *ROOT_TEMPERATURE_RANGE, _PUCTS
+    ),
 }

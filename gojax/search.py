@@ -86,7 +86,7 @@ import mctx
 import numpy as np
 from mctx._src.seq_halving import score_considered as _score_considered
 
-from gojax import _selection, _utility
+from gojax import _selection, _tree_reuse, _utility
 from gojax._board import WHITE, GoState, legal_moves, play
 from gojax._board import score as final_score
 from gojax._features import agz_planes
@@ -97,7 +97,6 @@ from gojax._tree_reuse import (
     RootStats,
     Tree,
     principal_variation,
-    reuse_subtree,
     root_stats,
     subtree_ownership,
 )
@@ -141,6 +140,11 @@ KATAGO_PUCT_RANGES = {
     "fpu_reduction": (0.0, 2.0),
     "root_fpu_reduction": (0.0, 2.0),
 }
+# KataGo's range of rootPolicyTemperature and rootPolicyTemperatureEarly.
+ROOT_TEMPERATURE_RANGE = (0.01, 100.0)
+# Moves (on 19x19; scaled by 19 / size) over which the early root policy temperature
+# halves its distance to the late one: KataGo's chosenMoveTemperatureHalflife default.
+ROOT_TEMPERATURE_HALFLIFE = 19.0
 
 # Legal logits are kept within this distance of the best one, so that a
 # legal move whose probability underflowed (log 0 = -inf) stays distinguishable
@@ -242,6 +246,8 @@ class SearchConfig:
     cpuct_utility_stdev_scale: float = _selection.KATAGO_STDEV_SCALE
     fpu_reduction: float = _selection.KATAGO_FPU_REDUCTION
     root_fpu_reduction: float | None = None
+    root_policy_temperature: float = 1.0
+    root_policy_temperature_early: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -285,6 +291,17 @@ class SearchConfig:
                 raise ValueError(f"{name} must be in [{low:g}, {high:g}], not {value}")
             if self.kind != "katago" and value != SearchConfig.__dataclass_fields__[name].default:
                 raise ValueError(f"{name} needs kind='katago' (KataGo's PUCT), not {self.kind!r}")
+        low, high = ROOT_TEMPERATURE_RANGE
+        for name in ("root_policy_temperature", "root_policy_temperature_early"):
+            value = getattr(self, name)
+            if value is None:  # the early temperature: the late one
+                continue
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low:g}, {high:g}], not {value}")
+        if self.tempers_root and self.kind not in ("puct", "katago"):
+            raise ValueError(
+                f"a root policy temperature needs kind='puct' or 'katago', not {self.kind!r}"
+            )
 
     @property
     def root_fpu(self) -> float:
@@ -304,6 +321,32 @@ class SearchConfig:
             cpuct=self.cpuct_exploration,
             cpuct_log=self.cpuct_exploration_log,
             cpuct_base=self.cpuct_exploration_base,
+        )
+
+    @property
+    def tempers_root(self) -> bool:
+        """Whether the root's prior is tempered (a temperature other than 1)."""
+        early = self.root_policy_temperature_early
+        return self.root_policy_temperature != 1.0 or (early is not None and early != 1.0)
+
+    def root_temperature(self, move_number: jax.Array, size: int) -> jax.Array:
+        """``[B]`` the root policy temperature at ``move_number [B]`` on a ``size`` board:
+        KataGo's ``late + (early - late) * 0.5 ** (moves / halflife * 19 / size)``."""
+        late = early = self.root_policy_temperature
+        if self.root_policy_temperature_early is not None:
+            early = self.root_policy_temperature_early
+        halflives = move_number.astype(jnp.float32) / ROOT_TEMPERATURE_HALFLIFE * 19.0 / size
+        return late + (early - late) * jnp.power(0.5, halflives)
+
+    def without_root_exploration(self) -> SearchConfig:
+        """This search playing for strength, as KataGo's cheap and noiseless searches do:
+        no root noise, forced playouts or root policy temperature."""
+        return dataclasses.replace(
+            self,
+            dirichlet_fraction=0.0,
+            forced_playouts=0.0,
+            root_policy_temperature=1.0,
+            root_policy_temperature_early=None,
         )
 
     @property
@@ -338,10 +381,15 @@ class SearchData(NamedTuple):
     """What a search keeps in its tree's ``extra_data``, ``[B]`` leading: the Gumbel noise
     of the root (mctx's ``GumbelMuZeroExtraData`` field; zeros for other kinds) and the
     score utility's centre in Black's view (0 when the search does not weigh scores), so
-    that a resumed search goes on as it began."""
+    that a resumed search goes on as it began; and the root's prior logits as the
+    evaluator gave them, before root noise and temperature (the tree holds the prior
+    searched with), so that a later search of the same root noises and tempers the
+    evaluator's prior again rather than its own (:func:`reuse_subtree` sets it to the
+    new root's prior, a child's, which was never noised)."""
 
     root_gumbel: jax.Array  # [B, A]
     center: jax.Array  # [B]
+    root_prior: jax.Array  # [B, A] masked logits
 
 
 @flax.struct.dataclass
@@ -1057,6 +1105,23 @@ def _same_position(tree: Tree, states: GoState) -> jax.Array:
     return same & (tree.node_visits[:, Tree.ROOT_INDEX] > 0)
 
 
+def reuse_subtree(tree: Tree, action: jax.Array) -> Tree:
+    """``[B]`` search trees -> the subtrees below root action ``action [B]``
+    (``gojax._tree_reuse.reuse_subtree``: every statistic kept), whose
+    ``SearchData.root_prior`` is the new root's prior: a child's, as the
+    evaluator gave it. Jittable."""
+    rerooted = _tree_reuse.reuse_subtree(tree, action)
+    prior = rerooted.children_prior_logits[:, Tree.ROOT_INDEX]
+    return rerooted.replace(extra_data=rerooted.extra_data._replace(root_prior=prior))
+
+
+def _tempered_logits(logits: jax.Array, legal: jax.Array, temperature: jax.Array) -> jax.Array:
+    """``[B, A]`` masked logits with the legal ones divided by ``temperature [B]``: the
+    prior raised to ``1 / T`` (normalised by the softmax that reads it), as KataGo
+    tempers the root's policy; ``T = 1`` returns ``logits`` bit for bit."""
+    return jnp.where(legal, logits / temperature[:, None], logits)
+
+
 def _dirichlet_logits(key, logits, legal, alpha: float, fraction: float):
     """Root logits with Dirichlet noise mixed into the prior, over the legal moves only.
 
@@ -1159,7 +1224,8 @@ def search(
       tree: optional ``[B]`` tree to continue from, normally
         ``reuse_subtree(previous.tree, action)``. Games whose tree root is not
         exactly their state (or is empty) start fresh; the others keep their
-        statistics, get fresh root noise, and run only the simulations that
+        statistics, get fresh root noise and temperature (on the root's prior as
+        evaluated, ``SearchData.root_prior``), and run only the simulations that
         bring the root to ``num_simulations + 1`` visits. PUCT and UCT only
         (Gumbel's sequential halving assumes a fresh root). A smaller tree is
         padded to ``num_simulations + 1`` nodes; a larger one keeps its size.
@@ -1212,8 +1278,12 @@ def search(
     else:
         key_act, key_noise, key_search = jax.random.split(key_policy, 3)
         gumbel = jnp.zeros((batch, num_actions), jnp.float32)
-    # The centre is filled in below, once known.
-    extra_data = SearchData(root_gumbel=gumbel, center=jnp.zeros((batch,), jnp.float32))
+    # The centre and the root's prior are filled in below, once known.
+    extra_data = SearchData(
+        root_gumbel=gumbel,
+        center=jnp.zeros((batch,), jnp.float32),
+        root_prior=jnp.zeros((batch, num_actions), jnp.float32),
+    )
 
     # KataGo's score utility, when the search weighs scores and the evaluators give their
     # distribution: ``(mean, stdev, player, center) -> [B]``, all for ``player``'s view but
@@ -1277,7 +1347,12 @@ def search(
     elif tree is None:
         tree, center = fresh_tree(capacity)
     else:
+        # The kept roots' priors as their evaluator gave them, not as last searched.
+        evaluated = tree.extra_data.root_prior
         tree = _pad_tree(tree, capacity).replace(extra_data=extra_data)
+        tree = tree.replace(
+            children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(evaluated)
+        )
         keep = _same_position(tree, states)
         if avoid is not None:
             keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
@@ -1301,7 +1376,11 @@ def search(
             )
 
     root_logits = _mask_logits(tree.children_prior_logits[:, Tree.ROOT_INDEX], legal)
+    evaluated = tree.extra_data.root_prior if resume else root_logits
     if config.kind in ("puct", "katago") and not resume:  # a resumed root has its noise
+        if config.tempers_root:  # KataGo tempers the policy first, then adds the noise
+            temperature = config.root_temperature(states.move_number, size)
+            root_logits = _tempered_logits(root_logits, legal, temperature)
         root_logits = _dirichlet_logits(
             key_noise, root_logits, legal, config.alpha(size), config.dirichlet_fraction
         )
@@ -1309,9 +1388,10 @@ def search(
         children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(root_logits),
         root_invalid_actions=invalid.astype(jnp.float32),
     )
-    if not resume:  # the centre this search weighs scores around, for its later parts
+    if not resume:  # the centre this search weighs scores around and the untouched
+        # root prior, for its later parts and later searches of the same root
         began = center if weighs else jnp.zeros((batch,), jnp.float32)
-        tree = tree.replace(extra_data=extra_data._replace(center=began))
+        tree = tree.replace(extra_data=extra_data._replace(center=began, root_prior=evaluated))
 
     if config.kind == "puct":
         rule = functools.partial(

@@ -23,7 +23,13 @@ from hypothesis import strategies as st
 from reference import REPO, reference_path
 
 from eval.analysis import AnalysisEngine, _LineReader
-from eval.analysis_query import QueryError, handicap_stones, parse_query, parse_rules
+from eval.analysis_query import (
+    QueryError,
+    handicap_stones,
+    parse_query,
+    parse_rules,
+    without_foreign_settings,
+)
 from gojax._board import BLACK, WHITE
 from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._game import state_from_moves
@@ -197,15 +203,52 @@ def test_katago_search_settings_are_read_by_katagos_names():
         assert err.value.field == "rootFpuReductionMax"
 
 
-def test_query_warnings_for_ignored_and_unknown_fields():
+def test_root_policy_temperature_is_read_as_katago_reads_it():
+    # The top-level field sets the early temperature too, and wins over overrideSettings.
+    q, warnings = parse(
+        rootPolicyTemperature=1.5, overrideSettings={"rootPolicyTemperatureEarly": 3}
+    )
+    assert warnings == []
+    assert q.search == (("root_policy_temperature", 1.5), ("root_policy_temperature_early", 1.5))
+    q, _ = parse(
+        overrideSettings={"rootPolicyTemperature": "1.1", "rootPolicyTemperatureEarly": 1.25}
+    )
+    assert q.search == (("root_policy_temperature", 1.1), ("root_policy_temperature_early", 1.25))
+    with pytest.raises(
+        QueryError, match="^rootPolicyTemperature must be a number from 0.01 to 100$"
+    ) as err:
+        parse(rootPolicyTemperature=0)
+    assert err.value.field == "rootPolicyTemperature"
+    with pytest.raises(QueryError, match="Could not set settings: rootPolicyTemperatureEarly"):
+        parse(overrideSettings={"rootPolicyTemperatureEarly": 200})
+
+
+def test_settings_a_search_lacks_are_dropped_with_a_warning():
+    request = query(
+        rootPolicyTemperature=2,
+        rootFpuReductionMax=0,
+        overrideSettings={"cpuctExploration": 2, "rootPolicyTemperatureEarly": 3},
+    )
+    q, _ = parse_query(request, visits=1, report_as="BLACK")
+    assert without_foreign_settings(request, q, "katago") == (q, [])
+    # AlphaGo Zero's PUCT has a root temperature but not KataGo's constants.
+    kept, warnings = without_foreign_settings(request, q, "puct")
+    assert kept.search == (("root_policy_temperature", 2.0), ("root_policy_temperature_early", 2.0))
+    needs = "Needs the KataGo search (--search katago), ignored"
+    assert warnings == [("overrideSettings", needs), ("rootFpuReductionMax", needs)]
+    only_temperature = query(rootPolicyTemperature=2)
+    q, _ = parse_query(only_temperature, visits=1, report_as="BLACK")
+    assert without_foreign_settings(only_temperature, q, "puct") == (q, [])
+
+
+def test_query_warnings_for_unknown_fields():
     _, warnings = parse(
-        rootPolicyTemperature=0.5,
         includePVVisits=False,
         colour="B",
         overrideSettings={"reportAnalysisWinratesAs": "w", "wideRootNoise": 0.1},
     )
     fields = [f for f, _ in warnings]
-    assert fields == ["overrideSettings", "colour", "rootPolicyTemperature"]
+    assert fields == ["overrideSettings", "colour"]
     q, _ = parse(overrideSettings={"reportAnalysisWinratesAs": "SIDETOMOVE", "maxVisits": 5})
     assert q.report_as == "SIDETOMOVE" and q.visits == 5
 
@@ -960,6 +1003,15 @@ def test_a_querys_katago_settings_change_its_search_alone():
     assert warning == {"field": "rootFpuReductionMax", "id": "wide",
                        "warning": "Needs the KataGo search (--search katago), ignored"}  # fmt: skip
     assert reply["id"] == "wide" and reply["rootInfo"]["visits"] == 25
+    # Its root policy temperature it has: a hot root spreads the visits, a cold one not.
+    hot = query(id="hot", rootPolicyTemperature=20, **position)
+    cold = query(id="cold", rootPolicyTemperature=0.05, **position)
+    replies = {r["id"]: r for r in session([json.dumps(hot), json.dumps(cold)], small_batches())}
+    searched = {k: len(r["moveInfos"]) for k, r in replies.items()}
+    assert searched["hot"] > searched["cold"], searched
+    # The prior reported is the one searched with, tempered (as KataGo's policyPrior).
+    priors = {k: max(m["prior"] for m in r["moveInfos"]) for k, r in replies.items()}
+    assert priors["hot"] < 0.5 < priors["cold"], priors
 
 
 def test_analysis_search_kinds_are_checked():

@@ -187,6 +187,36 @@ def test_katago_search_constants_are_set_and_play():
     assert player.name.endswith("24 visits, value only)") and not player.config.weighs_scores
 
 
+def test_root_policy_temperature_is_set_as_katago_keeps_it():
+    player = SearchPlayer(reference_model(), visits=8, search="puct", symmetry=0)
+    server = GTPServer(Engine(player, size=5, komi=0.5, rules="chinese"), io.StringIO())
+
+    def top_prior() -> float:
+        reply = ask(server, "kata-search_analyze b")
+        return max(float(p) for p in re.findall(r" prior (\S+)", reply))
+
+    names = ask(server, "kata-list-params").split()[1:]
+    assert {"rootPolicyTemperature", "rootPolicyTemperatureEarly"} <= set(names)
+    assert ask(server, "kata-get-param rootPolicyTemperatureEarly") == "= 1.0"
+    plain = top_prior()
+    # Unset, the early temperature follows the late one, as KataGo's config loads it.
+    assert ask(server, "kata-set-param rootPolicyTemperature 100") == "="
+    assert ask(server, "kata-get-param rootPolicyTemperatureEarly") == "= 100.0"
+    hot = top_prior()  # the prior searched with, and reported, is the tempered one
+    assert hot < plain / 2, (hot, plain)
+    # Set, it stays where it was set, even equal to the late one at the time.
+    assert ask(server, "kata-set-param rootPolicyTemperatureEarly 100") == "="
+    assert ask(server, "kata-set-param rootPolicyTemperature 1") == "="
+    assert (player.config.root_policy_temperature, player.config.root_policy_temperature_early) == (
+        1.0,
+        100.0,
+    )
+    assert top_prior() == pytest.approx(hot, abs=1e-3)  # move 0: the early temperature
+    reply = ask(server, "kata-set-param rootPolicyTemperature 0")
+    message = "rootPolicyTemperature must be a number from 0.01 to 100, not '0'"
+    assert reply == f"? Could not set params: {message}"
+
+
 @pytest.mark.parametrize("search", ["puct", "gumbel"])
 def test_katago_only_parameters_are_refused_for_other_searches(search):
     player = SearchPlayer(reference_model(), visits=8, search=search, symmetry=0)
@@ -195,6 +225,7 @@ def test_katago_only_parameters_are_refused_for_other_searches(search):
     assert reply.endswith("non-overridable parameter in kata-set-params: fpuReductionMax")
     names = ask(server, "kata-list-params").split()[1:]
     assert ("useLcbForSelection" in names) == (search == "puct")
+    assert ("rootPolicyTemperature" in names) == (search == "puct")
     if search == "gumbel":  # its root moves follow the budget unless they were given
         assert ask(server, "kata-set-param maxVisits 33") == "="
         assert player.config.max_num_considered_actions == 8

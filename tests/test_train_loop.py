@@ -389,6 +389,25 @@ def test_katago_puct_constants_reach_every_search_of_a_run(monkeypatch):
         selfplay_config(config)
 
 
+def test_root_policy_temperature_tempers_self_play_alone(monkeypatch):
+    config = tiny_config()
+    assert not selfplay_config(config).search.tempers_root
+    apply_overrides(
+        config,
+        [
+            "--config.selfplay.root_policy_temperature=1.1",
+            "--config.selfplay.root_policy_temperature_early=1.25",
+        ],
+    )
+    search = selfplay_config(config).search
+    assert (search.root_policy_temperature, search.root_policy_temperature_early) == (1.1, 1.25)
+    # Gating plays for strength, as KataGo's noiseless searches do.
+    assert not gated_search(monkeypatch, config).tempers_root
+    apply_overrides(config, ["--config.selfplay.root_policy_temperature=0"])
+    with pytest.raises(ValueError, match=r"root_policy_temperature must be in \[0.01, 100\]"):
+        selfplay_config(config)
+
+
 def test_raw_values_key_reaches_the_self_play_search():
     config = tiny_config()
     assert selfplay_config(config).search.normalise_values

@@ -158,6 +158,12 @@ def default_config() -> ml_collections.ConfigDict:
             # utilities' spread, the first-play urgency reductions (root: None = 0.1,
             # 0 under root noise).
             **{field: getattr(SearchConfig, field) for field in KATAGO_PUCT_RANGES},
+            # PUCT and KataGo's PUCT: KataGo's rootPolicyTemperature(Early), the root
+            # prior raised to 1 / T before the noise, T from the early value at move 0
+            # toward the late one (SearchConfig.root_policy_temperature; None: early =
+            # late). KataGo's self-play: 1.1 late, 1.25 early. Cheap searches use 1.
+            root_policy_temperature=1.0,
+            root_policy_temperature_early=None,
             temperature_moves=8,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
@@ -371,8 +377,8 @@ def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
 
 def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
     """The ``selfplay`` group's search, with ``play`` overriding any of its fields
-    (evaluation and gating: their own simulations, no Dirichlet noise or forced
-    playouts, their own ``gumbel_scale``)."""
+    (evaluation and gating: their own simulations and ``gumbel_scale``; they also drop
+    the root's exploration, ``SearchConfig.without_root_exploration``)."""
     fields = dict(
         kind=s.search_kind,
         num_simulations=s.num_simulations,
@@ -387,6 +393,8 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         static_score_utility=s.static_score_utility,
         dynamic_score_utility=s.dynamic_score_utility,
         **{field: s[field] for field in KATAGO_PUCT_RANGES},
+        root_policy_temperature=s.root_policy_temperature,
+        root_policy_temperature_early=s.root_policy_temperature_early,
     )
     return SearchConfig(**{**fields, **play})
 
@@ -637,11 +645,9 @@ def evaluate(
     search_config = _search_config(
         config.selfplay,
         num_simulations=e.num_simulations,
-        dirichlet_fraction=0.0,
-        forced_playouts=0.0,
         temperature_moves=e.temperature_moves,
         gumbel_scale=e.gumbel_scale,
-    )
+    ).without_root_exploration()
     if variables is None:
         variables = _host_variables(state)
     net = search_agent(spec, model_lib.build(spec), variables, search_config)
@@ -695,11 +701,9 @@ def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.
     search_config = _search_config(
         config.selfplay,
         num_simulations=g.num_simulations,
-        dirichlet_fraction=0.0,
-        forced_playouts=0.0,
         temperature_moves=0,
         gumbel_scale=0.0,
-    )
+    ).without_root_exploration()
     return gate(
         arena_search_agent(spec, candidate, search_config, name="candidate"),
         arena_search_agent(spec, best, search_config, name="best"),

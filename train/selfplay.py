@@ -250,10 +250,9 @@ def _select(mask: jax.Array, new: Any, old: Any) -> Any:
 
 def fast_search(full: SearchConfig, simulations: int) -> SearchConfig:
     """The cheap search of KataGo's playout cap randomisation: it plays for strength
-    (no root noise, no forced playouts) and its moves train no policy."""
-    return dataclasses.replace(
-        full, num_simulations=simulations, dirichlet_fraction=0.0, forced_playouts=0.0
-    )
+    (no root noise, forced playouts or root policy temperature) and its moves train no
+    policy."""
+    return dataclasses.replace(full.without_root_exploration(), num_simulations=simulations)
 
 
 def td_targets(
