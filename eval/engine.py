@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import threading
 import time
 from typing import Any, Literal
 
@@ -530,9 +531,11 @@ class Engine:
         seconds: float | None = None,
         progress=None,
         avoid: np.ndarray | None = None,
+        stop: threading.Event | None = None,
     ) -> Analysis:
         """Analyse the position with ``colour`` to move (default: whoever is to move),
-        keeping out the moves ``avoid [2, A]`` names (``gojax.search.search``'s)."""
+        keeping out the moves ``avoid [2, A]`` names (``gojax.search.search``'s); once
+        ``stop`` is set the search ends with what it has (KataGo's ``_cancellable``)."""
         state = self._state_for(self.to_play if colour is None else colour)
         deadline = None if seconds is None else time.monotonic() + seconds
         return self.player.analyze(
@@ -542,6 +545,7 @@ class Engine:
             deadline=deadline,
             progress=progress,
             avoid=avoid,
+            stop=stop,
         )
 
     def ponder(self, colour: int | None = None, avoid: np.ndarray | None = None):
@@ -612,11 +616,15 @@ class Engine:
         avoid: np.ndarray | None = None,
         cleanup: bool = False,
         play: bool = True,
+        stop: threading.Event | None = None,
     ) -> tuple[int, Analysis]:
         """Choose a move for ``colour``, play it, and return it (or ``RESIGN``) with the analysis.
 
         ``play=False`` (KataGo's ``kata-search``) leaves the move to the controller's
         ``play``; the clock and the resignation count still take the search.
+
+        ``stop``: once set, the search ends and the move is chosen from what it has
+        (KataGo's ``kata-search_cancellable``).
 
         ``avoid`` keeps moves out of the search as in :meth:`analyze`.
 
@@ -634,7 +642,7 @@ class Engine:
         """
         start = time.monotonic()
         seconds = self.time_for_move(colour)
-        analysis = self.analyze(colour, seconds=seconds, progress=progress, avoid=avoid)
+        analysis = self.analyze(colour, seconds=seconds, progress=progress, avoid=avoid, stop=stop)
         action = analysis.best.action
         threshold = self.resign_threshold
         if threshold is not None and analysis.winrate < threshold:

@@ -365,6 +365,29 @@ class _Analysis(threading.Thread):
         self.join()
 
 
+class _Search(threading.Thread):
+    """A search that any input line stops (KataGo's ``_cancellable`` commands):
+    ``work(stop)`` runs on this thread, sees ``stop`` set when a line arrives, and
+    answers as a command handler does (the server writes its reply or error)."""
+
+    def __init__(
+        self, server: GTPServer, ident: str, work: Callable[[threading.Event], str | None]
+    ):
+        super().__init__(daemon=True, name="gtp-search")
+        self.server = server
+        self.command_id = ident
+        self.work = work
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        self.server.answer(self.command_id, lambda: self.work(self.stop_event))
+
+    def stop(self) -> None:
+        """Stop the search and wait for its reply to be written."""
+        self.stop_event.set()
+        self.join()
+
+
 class GTPServer:
     """A GTP v2 session over text streams.
 
@@ -381,6 +404,7 @@ class GTPServer:
         self.version = version or _version()
         self._lock = threading.Lock()
         self._analysis: _Analysis | None = None
+        self._search: _Search | None = None
         self.commands: dict[str, Callable[[list[str], str], str | None]] = {
             "protocol_version": lambda args, _id: "2",
             "name": lambda args, _id: self.name,
@@ -427,6 +451,8 @@ class GTPServer:
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
             "kata-search": self.cmd_kata_search,
             "kata-search_analyze": self.cmd_kata_search_analyze,
+            "kata-search_cancellable": self.cmd_kata_search_cancellable,
+            "kata-search_analyze_cancellable": self.cmd_kata_search_analyze_cancellable,
             "kata-get-models": self.cmd_kata_get_models,
             "kata-raw-nn": self.cmd_kata_raw_nn,
             "gogui-analyze_commands": lambda args, _id: "\n".join(GOGUI_ANALYZE_COMMANDS),
@@ -450,12 +476,15 @@ class GTPServer:
         """Answer every line of ``lines`` until ``quit`` or the end of the input."""
         try:
             for raw in lines:
-                # Any input ends a running analysis, a blank line included (KataGo).
+                # Any input ends a running analysis or cancellable search, a blank line
+                # included (KataGo).
                 self._stop_analysis()
+                self._stop_search()
                 if not self.handle(raw):
                     break
         finally:
             self._stop_analysis()
+            self._stop_search()
 
     def serve_stream(self, stream: TextIO) -> None:
         """Like :meth:`serve`, reading ``stream`` line by line as it arrives."""
@@ -466,6 +495,16 @@ class GTPServer:
             self._analysis.stop()
             self._analysis = None
             self.write("\n")  # the blank line that ends the analysis reply
+
+    def _stop_search(self) -> None:
+        if self._search is not None:
+            self._search.stop()  # its reply is written before the next command's
+            self._search = None
+
+    def _start_search(self, ident: str, work: Callable[[threading.Event], str | None]) -> None:
+        """Answer with ``work(stop)`` on a thread that the next input line stops."""
+        self._search = _Search(self, ident, work)
+        self._search.start()
 
     def handle(self, raw: str) -> bool:
         """Answer one input line; ``False`` after ``quit``."""
@@ -485,20 +524,25 @@ class GTPServer:
         if handler is None:
             self.write(f"?{ident} unknown command\n\n")
             return True
+        self.answer(ident, lambda: handler(args, ident))
+        return command != "quit"
+
+    def answer(self, ident: str, call: Callable[[], str | None]) -> None:
+        """Write the reply to a command: ``call()``'s result, or the error it raised
+        (None: the command wrote, or is writing, its own reply)."""
         try:
-            result = handler(args, ident)
+            result = call()
         except GTPError as err:
             self.write(f"?{ident} {err}\n\n")
-            return True
+            return
         except EngineError as err:
             self.write(f"?{ident} {_one_line(str(err))}\n\n")
-            return True
+            return
         except Exception as err:  # never die on a command: report and carry on
             self.write(f"?{ident} internal error: {_one_line(repr(err))}\n\n")
-            return True
-        if result is not None:  # None: the handler wrote (or is writing) its own reply
+            return
+        if result is not None:
             self.write(_reply(ident, result))
-        return command != "quit"
 
     # -- commands -------------------------------------------------------------
 
@@ -549,6 +593,17 @@ class GTPServer:
         colour = _colour(_args(args, 1)[0])
         action, _ = self.engine.genmove(colour, play=False)
         return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+    def cmd_kata_search_cancellable(self, args, ident):
+        # kata-search that the next input line (a blank one too) ends with the move so far.
+        colour = _colour(_args(args, 1)[0])
+
+        def work(stop: threading.Event) -> str:
+            action, _ = self.engine.genmove(colour, play=False, stop=stop)
+            return "resign" if action == RESIGN else action_to_gtp(action, self.engine.size)
+
+        self._start_search(ident, work)
+        return None
 
     def cmd_kata_get_models(self, args, _id):
         _args(args, 0)
@@ -855,8 +910,9 @@ class GTPServer:
     def cmd_kata_analyze(self, args, ident):
         return self._start_analysis(args, ident, kata=True)
 
-    def _genmove_analyze(self, args, ident, *, kata: bool, play: bool = True):
-        opts = AnalyzeOptions.parse(args, self.engine.size)
+    def _genmove_analyze(
+        self, opts: AnalyzeOptions, ident, *, kata: bool, play: bool = True, stop=None
+    ):
         colour = self.engine.to_play if opts.colour is None else opts.colour
         size = self.engine.size
         lines: list[str] = []
@@ -870,7 +926,7 @@ class GTPServer:
 
         # A failure here is reported as an ordinary error: nothing was written yet.
         action, analysis = self.engine.genmove(
-            colour, progress=progress, avoid=opts.avoid, play=play
+            colour, progress=progress, avoid=opts.avoid, play=play, stop=stop
         )
         final = format_analysis(analysis, size, kata=kata, opts=opts)
         if not lines or lines[-1] != final:
@@ -880,13 +936,23 @@ class GTPServer:
         return None
 
     def cmd_lz_genmove_analyze(self, args, ident):
-        return self._genmove_analyze(args, ident, kata=False)
+        opts = AnalyzeOptions.parse(args, self.engine.size)
+        return self._genmove_analyze(opts, ident, kata=False)
 
     def cmd_kata_genmove_analyze(self, args, ident):
-        return self._genmove_analyze(args, ident, kata=True)
+        opts = AnalyzeOptions.parse(args, self.engine.size)
+        return self._genmove_analyze(opts, ident, kata=True)
 
     def cmd_kata_search_analyze(self, args, ident):
-        return self._genmove_analyze(args, ident, kata=True, play=False)
+        opts = AnalyzeOptions.parse(args, self.engine.size)
+        return self._genmove_analyze(opts, ident, kata=True, play=False)
+
+    def cmd_kata_search_analyze_cancellable(self, args, ident):
+        opts = AnalyzeOptions.parse(args, self.engine.size)  # a bad argument: answered now
+        self._start_search(
+            ident, lambda stop: self._genmove_analyze(opts, ident, kata=True, play=False, stop=stop)
+        )
+        return None
 
 
 def _one_line(text: str) -> str:

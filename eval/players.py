@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -41,6 +42,9 @@ SEARCH_KINDS = ("puct", "gumbel", "katago")
 PONDER_FACTOR = 16
 PONDER_LEAST = 256
 PONDER_PARTS = 16
+# A search that may be stopped (``analyze``'s ``stop``: KataGo's ``_cancellable``
+# commands) runs in this many parts, and looks for the stop between them.
+STOPPABLE_PARTS = 16
 
 
 # KataGo's search settings for nets with an optimistic policy head (model version >= 12)
@@ -179,13 +183,15 @@ class Player(Protocol):
         deadline: float | None = None,
         progress: Progress | None = None,
         avoid: np.ndarray | None = None,
+        stop: threading.Event | None = None,
     ) -> Analysis:
         """Think about ``state`` (not finished) for at most ``visits`` visits.
 
         ``deadline`` is a ``time.monotonic()`` instant the answer must come
         before; ``progress`` may be called with intermediate analyses;
         ``avoid`` ``[2, A]`` keeps moves out as ``gojax.search.search``'s
-        (GTP's ``avoid``/``allow``; None: nothing kept out).
+        (GTP's ``avoid``/``allow``; None: nothing kept out); once ``stop`` is
+        set, the answer comes as soon as it can, from the thinking done so far.
         """
         ...
 
@@ -311,7 +317,10 @@ def knows_ownership(model: Any) -> bool:
 class _OneShotPlayer:
     """A player whose whole analysis is one call of ``self._analysis(state, key)``."""
 
-    def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
+    def analyze(
+        self, state, *, visits, key, deadline=None, progress=None, avoid=None, stop=None
+    ) -> Analysis:
+        # One evaluation: nothing to stop.
         analysis = self._analysis(state, key, root_moves(avoid, int(state.to_play)))
         if progress is not None:
             progress(analysis)
@@ -455,7 +464,10 @@ class SearchPlayer:
     the share of that time left; ``gojax.search.search``'s ``stop_at``), and
     with less time than two visits need (or with Gumbel, whose halving plans
     the whole budget) the move comes from the raw policy (one evaluation), so
-    a timed game is never lost by searching.
+    a timed game is never lost by searching. A search that may be stopped
+    (``analyze``'s ``stop``, KataGo's ``_cancellable`` commands) runs in
+    ``STOPPABLE_PARTS`` resumed parts and ends after the part during which it
+    was stopped, with the visits it has.
 
     Score leads (the root's and each listed move's) are the search's means
     over the subtree, as KataGo reports them, for nets with a score head; one
@@ -742,17 +754,49 @@ class SearchPlayer:
             if done >= self.ponder_visits:
                 return
 
-    def analyze(self, state, *, visits, key, deadline=None, progress=None, avoid=None) -> Analysis:
+    def _stoppable(
+        self, state: GoState, key: jax.Array, avoid, stop: threading.Event, deadline, target: int
+    ) -> Analysis:
+        """A search of ``state`` to ``target`` root visits from the kept tree, run in
+        ``STOPPABLE_PARTS`` parts (resumed: together they are the search run at once)
+        and ended after the part during which ``stop`` was set or ``deadline`` passed."""
+        tree = self._start_tree(state)
+        plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
+        done = max(1, int(tree.node_visits[0, 0]))
+        step = max(1, target // STOPPABLE_PARTS)
+        resume, part = False, 0
+        while True:
+            goal = min(target, done + step)
+            key_search, key_eval = jax.random.split(jax.random.fold_in(key, part))
+            result = self._search(
+                self.model.variables,
+                _batch(state),
+                key_search,
+                self.config,
+                tree,
+                plies[None],
+                stop_at=jnp.int32(goal),
+                resume=resume,
+            )
+            tree, resume, part = result.tree, True, part + 1
+            done = max(goal, int(result.tree.node_visits[0, 0]))
+            late = deadline is not None and _now() >= deadline
+            if done >= target or stop.is_set() or late:
+                return self._kept_analysis(state, result, plies, key_eval)
+
+    def analyze(
+        self, state, *, visits, key, deadline=None, progress=None, avoid=None, stop=None
+    ) -> Analysis:
         needed = self._seconds.get(self._kind(state), math.inf) * self.time_factor
         left = math.inf if deadline is None else deadline - _now()
-        if self.visits == 0:  # set to the network alone (set_search)
+        # The root visits the time allows (the whole search's when it fits).
+        fit = self.visits + 1 if left >= needed else self._visits_that_fit(left, needed)
+        if self.visits == 0 or fit < 2:  # the network alone: set so, or no time to search
             analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
-        elif left >= needed:
-            analysis = self._searched(state, key, avoid)
-        elif (fit := self._visits_that_fit(left, needed)) >= 2:  # what the time allows
-            analysis = self._searched(state, key, avoid, stop_at=fit)
-        else:  # no time to search: the network's first choice
-            analysis = self._policy(state, key, root_moves(avoid, int(state.to_play)))
+        elif stop is not None and self.config.kind != "gumbel":  # Gumbel: never cut short
+            analysis = self._stoppable(state, key, avoid, stop, deadline, fit)
+        else:
+            analysis = self._searched(state, key, avoid, None if left >= needed else fit)
         if progress is not None:
             progress(analysis)
         return analysis
