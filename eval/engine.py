@@ -293,6 +293,7 @@ class Engine:
         )
         self.resign_consecutive = int(resign_consecutive)
         self.max_time = math.inf  # seconds a genmove may think, whatever the clock allows
+        self.max_ponder_time = math.inf  # seconds an analysis (ponder) search may grow
         self.lag = float(lag)
         self._key = jax.random.key(seed)
         self._calls = 0

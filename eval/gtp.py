@@ -343,9 +343,12 @@ class _Analysis(threading.Thread):
     def run(self) -> None:
         previous = None
         next_report = time.monotonic()
+        # KataGo's maxTimePondering: the search stops growing then; its analysis stays.
+        grow_until = next_report + self.server.engine.max_ponder_time
         try:
             while not self.stop_event.is_set():
-                analysis = next(self.analyses)
+                if previous is None or time.monotonic() < grow_until:
+                    analysis = next(self.analyses)
                 if self.stop_event.is_set():
                     break
                 now = time.monotonic()

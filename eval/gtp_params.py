@@ -8,8 +8,11 @@ for the player it runs:
 * every engine: ``allowResignation``;
 * a search (``--player search`` or ``uct``): ``maxVisits`` (root visits,
   KataGo's count: ``maxVisits - 1`` simulations; 1 is the network's policy
-  alone) and ``maxTime`` (seconds a ``genmove`` may think, whatever the
-  clock allows; KataGo's default 1e20 is no limit);
+  alone), ``maxTime`` (seconds a ``genmove`` may think, whatever the
+  clock allows; KataGo's default 1e20 is no limit), ``maxVisitsPondering``
+  (the root visits ``lz-analyze``/``kata-analyze`` grow their search to,
+  ``--ponder-visits``; at least a move's) and ``maxTimePondering`` (seconds
+  they grow it for);
 * PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
 * PUCT and KataGo's PUCT: ``rootPolicyTemperature``,
   ``rootPolicyTemperatureEarly``;
@@ -92,6 +95,8 @@ PARAMS: dict[str, Param] = {
     "allowResignation": Param(_boolean, kinds=()),
     "maxVisits": Param(_integer(1, MAX_VISITS)),
     "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
+    "maxVisitsPondering": Param(_integer(1, MAX_VISITS)),
+    "maxTimePondering": Param(_number(0.0, NO_TIME_LIMIT)),
     "useLcbForSelection": Param(_boolean, "lcb_selection", ("puct", "katago", "uct")),
     **{
         name: Param(_number(setting.low, setting.high), setting.field, setting.kinds)
@@ -136,6 +141,10 @@ def value(engine: Engine, name: str) -> Any:
         return player.visits + 1
     if name == "maxTime":
         return min(engine.max_time, NO_TIME_LIMIT)
+    if name == "maxVisitsPondering":
+        return player.ponder_visits
+    if name == "maxTimePondering":
+        return min(engine.max_ponder_time, NO_TIME_LIMIT)
     return _effective(player.config, param.field)
 
 
@@ -191,6 +200,11 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
     if "maxTime" in parsed:
         seconds = parsed["maxTime"]
         engine.max_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
+    if "maxVisitsPondering" in parsed:
+        player.ponder_visits = parsed["maxVisitsPondering"]
+    if "maxTimePondering" in parsed:
+        seconds = parsed["maxTimePondering"]
+        engine.max_ponder_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
 

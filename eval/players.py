@@ -596,9 +596,9 @@ class SearchPlayer:
         self.visits = config.num_simulations
         self.max_listed = int(max_listed)
         self.time_factor = float(time_factor)
-        if ponder_visits is not None and ponder_visits < 1:
-            raise ValueError(f"ponder_visits must be positive, not {ponder_visits}")
-        self._ponder_visits = ponder_visits
+        self._ponder_visits = None
+        if ponder_visits is not None:
+            self.ponder_visits = ponder_visits
         self._search, self._evaluate, self._reuse = functions
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
@@ -724,6 +724,13 @@ class SearchPlayer:
         fewer than one move's."""
         default = max(PONDER_FACTOR * (self.visits + 1), PONDER_LEAST)
         return max(self._ponder_visits or default, self.visits + 1)
+
+    @ponder_visits.setter
+    def ponder_visits(self, visits: int) -> None:
+        # A new budget is a new compiled search, made at the next ponder.
+        if visits < 1:
+            raise ValueError(f"ponder_visits must be positive, not {visits}")
+        self._ponder_visits = int(visits)
 
     def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``

@@ -9,6 +9,7 @@ import io
 import json
 import math
 import re
+import time
 
 import pytest
 from reference import reference_path
@@ -53,6 +54,8 @@ def test_the_parameters_a_player_honours():
         "allowResignation",
         "maxVisits",
         "maxTime",
+        "maxVisitsPondering",
+        "maxTimePondering",
         "useLcbForSelection",
     ]
     params = json.loads(ask(uct, "kata-get-params")[2:])
@@ -60,6 +63,8 @@ def test_the_parameters_a_player_honours():
         "allowResignation": False,
         "maxVisits": 9,  # root visits: 8 simulations and the root's own
         "maxTime": 1e20,  # KataGo's "no limit"
+        "maxVisitsPondering": 256,  # 16 moves' worth, at least 256
+        "maxTimePondering": 1e20,
         "useLcbForSelection": False,
     }
     assert ask(uct, "kata-get-param maxTime") == "= 1e+20"
@@ -131,6 +136,42 @@ def test_max_time_caps_every_genmove_and_no_limit_lifts_it():
     assert ask(server, "time_settings 0 1 0") == "="  # GTP: byo-yomi without stones, no limit
     assert engine.time_for_move(1) is None
     assert ask(server, "kata-get-param maxTime") == "= 1e+20"
+
+
+def test_pondering_limits_bound_the_analysis_search():
+    server = uct_server(visits=4)
+    engine = server.engine
+    assert ask(server, "kata-set-param maxVisitsPondering 30") == "="
+    assert ask(server, "kata-get-param maxVisitsPondering") == "= 30"
+    visits = [a.visits for a, _ in zip(engine.ponder(), range(24), strict=False)]
+    assert visits[-1] == 30 and max(visits) == 30  # grown to it, no further
+    # Never below a move's search (a pondered tree is what genmove goes on from).
+    assert ask(server, "kata-set-param maxVisitsPondering 2") == "="
+    assert ask(server, "kata-get-param maxVisitsPondering") == "= 5"
+    assert ask(server, "kata-set-param maxVisitsPondering 60") == "="
+
+    def reported() -> list[int]:  # the root visits of the last analysis reply's lines
+        reply = server.out.getvalue().split("\n\n")[-3]
+        return [int(v) for v in re.findall(r"rootInfo visits (\d+)", reply)]
+
+    def analyse(until_grown: bool):
+        yield "1 kata-analyze b 5 rootInfo true\n"
+        start = time.monotonic()  # until the search grew (compiled too), else a second
+        while time.monotonic() - start < (60 if until_grown else 1):
+            if until_grown and "rootInfo visits 60 " in server.out.getvalue():
+                break
+            time.sleep(0.05)
+        yield "2 name\n"
+
+    server.serve(analyse(until_grown=True))
+    assert max(reported()) == 60
+    # No time to grow: the analysis stays the first look (the rollouts' here).
+    assert ask(server, "kata-set-param maxTimePondering 0") == "="
+    assert engine.max_ponder_time == 0.0
+    server.serve(analyse(until_grown=False))
+    assert len(reported()) >= 3 and set(reported()) == {1}, reported()
+    assert ask(server, "kata-set-param maxTimePondering 1e20") == "="
+    assert math.isinf(engine.max_ponder_time)
 
 
 def test_allow_resignation_turns_resigning_on_and_off():
