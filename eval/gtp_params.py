@@ -15,7 +15,10 @@ for the player it runs:
   they grow it for);
 * PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
 * PUCT and KataGo's PUCT: ``rootPolicyTemperature``,
-  ``rootPolicyTemperatureEarly``;
+  ``rootPolicyTemperatureEarly``, ``chosenMoveTemperatureHalflife``; and
+  UCT: ``chosenMoveTemperature``, ``chosenMoveTemperatureEarly`` (the move
+  played is drawn from the visits at that temperature; 0, the default here,
+  plays the best);
 * KataGo's PUCT (``--search katago``): ``staticScoreUtilityFactor``,
   ``dynamicScoreUtilityFactor``, ``cpuctExploration``,
   ``cpuctExplorationLog``, ``cpuctExplorationBase``,
@@ -41,6 +44,7 @@ from eval.analysis_query import MAX_VISITS
 from eval.engine import Engine
 from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import SearchPlayer
+from gojax.search import MOVE_TEMPERATURE_RANGE
 
 NO_TIME_LIMIT = 1e20  # KataGo's maxTime when none is set
 
@@ -102,7 +106,17 @@ PARAMS: dict[str, Param] = {
         name: Param(_number(setting.low, setting.high), setting.field, setting.kinds)
         for name, setting in KATAGO_SEARCH_FIELDS.items()
     },
+    # The move played (GTP only: the analysis engine plays none).
+    "chosenMoveTemperature": Param(
+        _number(*MOVE_TEMPERATURE_RANGE), "move_temperature", ("puct", "katago", "uct")
+    ),
+    "chosenMoveTemperatureEarly": Param(
+        _number(*MOVE_TEMPERATURE_RANGE), "move_temperature_early", ("puct", "katago", "uct")
+    ),
 }
+
+
+_EARLY_FIELDS = ("root_policy_temperature_early", "move_temperature_early")
 
 
 def _effective(config: Any, field: str) -> Any:
@@ -112,6 +126,12 @@ def _effective(config: Any, field: str) -> Any:
         return config.root_fpu
     if field == "root_policy_temperature_early" and config.root_policy_temperature_early is None:
         return config.root_policy_temperature
+    if field in ("move_temperature", "move_temperature_early"):
+        # Unset, a GTP player plays its best move (temperature_moves 0): temperature 0.
+        value = getattr(config, field)
+        if value is None and field == "move_temperature_early":
+            value = config.move_temperature
+        return 0.0 if value is None else value
     return getattr(config, field)
 
 
@@ -179,14 +199,16 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
     player = engine.player
     changes_search = "maxVisits" in parsed or fields
     if changes_search:
-        # The early root temperature compares as stored: one set equal to the late one
-        # stays where it is when the late one changes later, as in KataGo.
+        # An early temperature compares as stored: one set equal to the late one stays
+        # where it is when the late one changes later, as in KataGo.
         current = {
             field: getattr(player.config, field)
-            if field == "root_policy_temperature_early"
+            if field in _EARLY_FIELDS
             else _effective(player.config, field)
             for field in fields
         }
+        if "move_temperature_early" in fields and player.config.move_temperature is None:
+            fields.setdefault("move_temperature", 0.0)  # the late one as it plays: 0
         visits = parsed.get("maxVisits", player.visits + 1) - 1
         if visits == player.visits and fields == current:
             changes_search = False  # nothing new: keep the tree and the compiled search

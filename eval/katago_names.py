@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gojax.search import KATAGO_PUCT_RANGES, ROOT_TEMPERATURE_RANGE
+from gojax.search import KATAGO_PUCT_RANGES, ROOT_TEMPERATURE_RANGE, TEMPERATURE_HALFLIFE_RANGE
 
 
 class SearchSetting(NamedTuple):
@@ -46,5 +46,9 @@ KATAGO_SEARCH_FIELDS: dict[str, SearchSetting] = {
     ),
     "rootPolicyTemperatureEarly": SearchSetting(
         "root_policy_temperature_early", *ROOT_TEMPERATURE_RANGE, _PUCTS
+    ),
+    # How fast the early temperatures give way to the late ones.
+    "chosenMoveTemperatureHalflife": SearchSetting(
+        "temperature_halflife", *TEMPERATURE_HALFLIFE_RANGE, _PUCTS
     ),
 }

@@ -140,11 +140,13 @@ KATAGO_PUCT_RANGES = {
     "fpu_reduction": (0.0, 2.0),
     "root_fpu_reduction": (0.0, 2.0),
 }
-# KataGo's range of rootPolicyTemperature and rootPolicyTemperatureEarly.
+# KataGo's ranges of rootPolicyTemperature(Early), chosenMoveTemperature(Early) and
+# chosenMoveTemperatureHalflife.
 ROOT_TEMPERATURE_RANGE = (0.01, 100.0)
-# Moves (on 19x19; scaled by 19 / size) over which the early root policy temperature
-# halves its distance to the late one: KataGo's chosenMoveTemperatureHalflife default.
-ROOT_TEMPERATURE_HALFLIFE = 19.0
+MOVE_TEMPERATURE_RANGE = (0.0, 5.0)
+TEMPERATURE_HALFLIFE_RANGE = (0.1, 100000.0)
+# A move temperature at or below this plays the best move (KataGo's cut-off).
+GREEDY_TEMPERATURE = 1e-4
 
 # Legal logits are kept within this distance of the best one, so that a
 # legal move whose probability underflowed (log 0 = -inf) stays distinguishable
@@ -177,7 +179,19 @@ class SearchConfig:
         Gumbel: the sequential-halving winner with its Gumbel noise); from
         then on it is the most visited move (ties: higher Q) or, for Gumbel,
         the winner without noise. AlphaGo Zero's 30 by default, for
-        self-play; use 0 to play strongest.
+        self-play; use 0 to play strongest. Unused with ``move_temperature``.
+      move_temperature, move_temperature_early: KataGo's
+        ``chosenMoveTemperature`` / ``chosenMoveTemperatureEarly``, in [0, 5],
+        instead of ``temperature_moves`` (not Gumbel): every move is sampled
+        proportionally to ``visits ** (1 / T)`` (of ``action_weights``, the
+        visits after forced-playout pruning), ``T`` going from the early value
+        at move 0 to the late one as the root policy temperature does; ``T``
+        at most ``GREEDY_TEMPERATURE`` plays the move played without
+        temperature (the most visited, or by LCB). None: AlphaGo Zero's
+        cut-off; early None is the late one. KataGo's self-play: 0.75 early,
+        0.15 late; its GTP engine: 0.5 and 0.1. KataGo's chosenMovePrune and
+        chosenMoveSubtract are not modelled (at their defaults, 1 and 0, they
+        change nothing a visit count shows).
       max_depth: optional cap on the number of edges of a simulation's path.
       uct_c: UCB1 exploration constant for ``kind="uct"``, on Q in [-1, 1]
         (``Q + c * sqrt(ln n / n_a)``; UCB1's bound for this range is
@@ -220,6 +234,20 @@ class SearchConfig:
         under root noise. ``cpuct_utility_stdev_scale`` 0 explores as if every
         position were equally uncertain; ``fpu_reduction`` 0 gives an unvisited
         move its parent's utility. Other kinds refuse values but the defaults.
+      root_policy_temperature, root_policy_temperature_early: PUCT and KataGo's
+        PUCT: KataGo's ``rootPolicyTemperature`` / ``rootPolicyTemperatureEarly``,
+        in [0.01, 100]: the root's prior is raised to ``1 / T`` and renormalised
+        before root noise (above 1 widens the search), ``T`` going from the
+        early value at move 0 to the late one, halving the gap every
+        ``temperature_halflife * size / 19`` moves (:meth:`root_temperature`);
+        early None is the late one. 1 (the default) changes nothing. Only the
+        root's prior: every search tempers the evaluator's prior afresh
+        (``SearchData.root_prior``), a kept tree is never tempered twice.
+        KataGo's self-play uses 1.25 early and 1.1 late.
+      temperature_halflife: KataGo's ``chosenMoveTemperatureHalflife`` (19):
+        the moves on 19x19 (``size * halflife / 19`` on smaller boards) over
+        which the early root policy and move temperatures halve their distance
+        to the late ones.
     """
 
     kind: str = "puct"
@@ -248,6 +276,9 @@ class SearchConfig:
     root_fpu_reduction: float | None = None
     root_policy_temperature: float = 1.0
     root_policy_temperature_early: float | None = None
+    move_temperature: float | None = None
+    move_temperature_early: float | None = None
+    temperature_halflife: float = 19.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -302,6 +333,19 @@ class SearchConfig:
             raise ValueError(
                 f"a root policy temperature needs kind='puct' or 'katago', not {self.kind!r}"
             )
+        low, high = MOVE_TEMPERATURE_RANGE
+        for name in ("move_temperature", "move_temperature_early"):
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low:g}, {high:g}], not {value}")
+        if self.move_temperature_early is not None and self.move_temperature is None:
+            raise ValueError("move_temperature_early needs move_temperature (the late one)")
+        if self.move_temperature is not None and self.kind == "gumbel":
+            raise ValueError("move_temperature does not apply to kind='gumbel' (it picks its move)")
+        low, high = TEMPERATURE_HALFLIFE_RANGE
+        if not low <= self.temperature_halflife <= high:
+            halflife = self.temperature_halflife
+            raise ValueError(f"temperature_halflife must be in [{low:g}, {high:g}], not {halflife}")
 
     @property
     def root_fpu(self) -> float:
@@ -329,14 +373,27 @@ class SearchConfig:
         early = self.root_policy_temperature_early
         return self.root_policy_temperature != 1.0 or (early is not None and early != 1.0)
 
-    def root_temperature(self, move_number: jax.Array, size: int) -> jax.Array:
-        """``[B]`` the root policy temperature at ``move_number [B]`` on a ``size`` board:
-        KataGo's ``late + (early - late) * 0.5 ** (moves / halflife * 19 / size)``."""
-        late = early = self.root_policy_temperature
-        if self.root_policy_temperature_early is not None:
-            early = self.root_policy_temperature_early
-        halflives = move_number.astype(jnp.float32) / ROOT_TEMPERATURE_HALFLIFE * 19.0 / size
+    def _early_to_late(
+        self, early: float | None, late: float, move_number: jax.Array, size: int
+    ) -> jax.Array:
+        """``[B]`` KataGo's ``interpolateEarly``: ``late + (early - late) * 0.5 **
+        (moves / halflife * 19 / size)`` at ``move_number [B]`` (early None: late)."""
+        early = late if early is None else early
+        halflives = move_number.astype(jnp.float32) / self.temperature_halflife * 19.0 / size
         return late + (early - late) * jnp.power(0.5, halflives)
+
+    def root_temperature(self, move_number: jax.Array, size: int) -> jax.Array:
+        """``[B]`` the root policy temperature at ``move_number [B]`` on a ``size`` board."""
+        return self._early_to_late(
+            self.root_policy_temperature_early, self.root_policy_temperature, move_number, size
+        )
+
+    def chosen_move_temperature(self, move_number: jax.Array, size: int) -> jax.Array:
+        """``[B]`` the move temperature at ``move_number [B]`` on a ``size`` board
+        (``move_temperature`` set)."""
+        return self._early_to_late(
+            self.move_temperature_early, self.move_temperature, move_number, size
+        )
 
     def without_root_exploration(self) -> SearchConfig:
         """This search playing for strength, as KataGo's cheap and noiseless searches do:
@@ -1476,6 +1533,12 @@ def search(
         weights = kept / jnp.maximum(total, 1)
         # mctx's sampling at temperature 1: categorical over log visit frequencies.
         logits = jnp.log(jnp.maximum(weights, jnp.finfo(jnp.float32).tiny))
+        if config.move_temperature is not None:
+            # KataGo's: visits ** (1 / T), T by the move number; never an unvisited move.
+            temperature = config.chosen_move_temperature(states.move_number, size)
+            explore = temperature > GREEDY_TEMPERATURE
+            inverse = 1.0 / jnp.maximum(temperature, GREEDY_TEMPERATURE)
+            logits = jnp.where(weights > 0, logits * inverse[:, None], -jnp.inf)
         sampled = jax.random.categorical(key_act, logits - jnp.max(logits, -1, keepdims=True))
         sampled = sampled.astype(jnp.int32)
     action = jnp.where(explore, sampled, greedy)

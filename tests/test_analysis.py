@@ -221,6 +221,8 @@ def test_root_policy_temperature_is_read_as_katago_reads_it():
     assert err.value.field == "rootPolicyTemperature"
     with pytest.raises(QueryError, match="Could not set settings: rootPolicyTemperatureEarly"):
         parse(overrideSettings={"rootPolicyTemperatureEarly": 200})
+    q, _ = parse(overrideSettings={"chosenMoveTemperatureHalflife": 38})  # the early one's pace
+    assert q.search == (("temperature_halflife", 38.0),)
 
 
 def test_settings_a_search_lacks_are_dropped_with_a_warning():

@@ -57,6 +57,8 @@ def test_the_parameters_a_player_honours():
         "maxVisitsPondering",
         "maxTimePondering",
         "useLcbForSelection",
+        "chosenMoveTemperature",
+        "chosenMoveTemperatureEarly",
     ]
     params = json.loads(ask(uct, "kata-get-params")[2:])
     assert params == {
@@ -66,6 +68,8 @@ def test_the_parameters_a_player_honours():
         "maxVisitsPondering": 256,  # 16 moves' worth, at least 256
         "maxTimePondering": 1e20,
         "useLcbForSelection": False,
+        "chosenMoveTemperature": 0.0,  # the best move
+        "chosenMoveTemperatureEarly": 0.0,
     }
     assert ask(uct, "kata-get-param maxTime") == "= 1e+20"
     for server in (plain, uct):
@@ -136,6 +140,26 @@ def test_max_time_caps_every_genmove_and_no_limit_lifts_it():
     assert ask(server, "time_settings 0 1 0") == "="  # GTP: byo-yomi without stones, no limit
     assert engine.time_for_move(1) is None
     assert ask(server, "kata-get-param maxTime") == "= 1e+20"
+
+
+def test_move_temperature_draws_the_move_from_the_visits():
+    server = uct_server(visits=16)
+    player = server.engine.player
+    assert ask(server, "play b c3") == "="
+    # Hot early (move 1 of 5x5: nearly the early value), cold late.
+    settings = '{"chosenMoveTemperatureEarly": 5, "chosenMoveTemperature": 0}'
+    assert ask(server, f"kata-set-params {settings}") == "="
+    assert (player.config.move_temperature, player.config.move_temperature_early) == (0.0, 5.0)
+    moves = {ask(server, "kata-search w") for _ in range(10)}
+    assert len(moves) > 1, moves  # the best move every time at temperature 0
+    assert ask(server, "kata-get-param chosenMoveTemperatureEarly") == "= 5.0"
+    # Early set alone: the late one is the temperature the player plays at now, 0.
+    server = uct_server(visits=16)
+    assert ask(server, "kata-set-param chosenMoveTemperatureEarly 0.5") == "="
+    config = server.engine.player.config
+    assert (config.move_temperature, config.move_temperature_early) == (0.0, 0.5)
+    reply = ask(server, "kata-set-param chosenMoveTemperature 6")
+    assert reply.endswith("chosenMoveTemperature must be a number from 0 to 5, not '6'")
 
 
 def test_pondering_limits_bound_the_analysis_search():

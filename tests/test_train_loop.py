@@ -389,7 +389,7 @@ def test_katago_puct_constants_reach_every_search_of_a_run(monkeypatch):
         selfplay_config(config)
 
 
-def test_root_policy_temperature_tempers_self_play_alone(monkeypatch):
+def test_katagos_temperatures_reach_self_play_alone(monkeypatch):
     config = tiny_config()
     assert not selfplay_config(config).search.tempers_root
     apply_overrides(
@@ -397,12 +397,19 @@ def test_root_policy_temperature_tempers_self_play_alone(monkeypatch):
         [
             "--config.selfplay.root_policy_temperature=1.1",
             "--config.selfplay.root_policy_temperature_early=1.25",
+            "--config.selfplay.move_temperature=0.15",
+            "--config.selfplay.move_temperature_early=0.75",
+            "--config.selfplay.temperature_halflife=38",
         ],
     )
     search = selfplay_config(config).search
     assert (search.root_policy_temperature, search.root_policy_temperature_early) == (1.1, 1.25)
-    # Gating plays for strength, as KataGo's noiseless searches do.
-    assert not gated_search(monkeypatch, config).tempers_root
+    assert (search.move_temperature, search.move_temperature_early) == (0.15, 0.75)
+    assert search.temperature_halflife == 38.0
+    # Gating plays for strength, as KataGo's noiseless searches do: the best move.
+    gated = gated_search(monkeypatch, config)
+    assert not gated.tempers_root and gated.move_temperature is None
+    assert gated.temperature_moves == 0
     apply_overrides(config, ["--config.selfplay.root_policy_temperature=0"])
     with pytest.raises(ValueError, match=r"root_policy_temperature must be in \[0.01, 100\]"):
         selfplay_config(config)

@@ -164,7 +164,16 @@ def default_config() -> ml_collections.ConfigDict:
             # late). KataGo's self-play: 1.1 late, 1.25 early. Cheap searches use 1.
             root_policy_temperature=1.0,
             root_policy_temperature_early=None,
+            # AlphaGo Zero's move temperature: 1 for the first temperature_moves moves
+            # of a game, then the best move. Or KataGo's: move_temperature (late) and
+            # move_temperature_early, every move drawn from visits ** (1 / T) (KataGo's
+            # self-play: 0.15 late, 0.75 early); None: AlphaGo Zero's.
             temperature_moves=8,
+            move_temperature=None,
+            move_temperature_early=None,
+            # KataGo's chosenMoveTemperatureHalflife: moves (on 19x19) over which the
+            # early root policy and move temperatures halve their distance to the late.
+            temperature_halflife=SearchConfig.temperature_halflife,
             resign_threshold=0.0,
             no_resign_fraction=0.1,
             fast_simulations=0,
@@ -377,8 +386,9 @@ def _train_step(spec: model_lib.ModelSpec, config: LearnerConfig, mesh):
 
 def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
     """The ``selfplay`` group's search, with ``play`` overriding any of its fields
-    (evaluation and gating: their own simulations and ``gumbel_scale``; they also drop
-    the root's exploration, ``SearchConfig.without_root_exploration``)."""
+    (evaluation and gating: their own simulations, ``gumbel_scale`` and AlphaGo Zero's
+    move temperature; they also drop the root's exploration,
+    ``SearchConfig.without_root_exploration``)."""
     fields = dict(
         kind=s.search_kind,
         num_simulations=s.num_simulations,
@@ -395,6 +405,9 @@ def _search_config(s: ml_collections.ConfigDict, **play: Any) -> SearchConfig:
         **{field: s[field] for field in KATAGO_PUCT_RANGES},
         root_policy_temperature=s.root_policy_temperature,
         root_policy_temperature_early=s.root_policy_temperature_early,
+        move_temperature=s.move_temperature,
+        move_temperature_early=s.move_temperature_early,
+        temperature_halflife=s.temperature_halflife,
     )
     return SearchConfig(**{**fields, **play})
 
@@ -646,6 +659,8 @@ def evaluate(
         config.selfplay,
         num_simulations=e.num_simulations,
         temperature_moves=e.temperature_moves,
+        move_temperature=None,  # evaluation's own temperature_moves
+        move_temperature_early=None,
         gumbel_scale=e.gumbel_scale,
     ).without_root_exploration()
     if variables is None:
@@ -702,6 +717,8 @@ def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.
         config.selfplay,
         num_simulations=g.num_simulations,
         temperature_moves=0,
+        move_temperature=None,  # the best move
+        move_temperature_early=None,
         gumbel_scale=0.0,
     ).without_root_exploration()
     return gate(

@@ -10,7 +10,9 @@ the point of view of the player who was to move.
 Move choice: ``search`` already samples the move in proportion to the root
 visits (PUCT; Gumbel: the sequential-halving winner with its noise) for the
 first ``SearchConfig.temperature_moves`` moves of a game and plays the best
-move afterwards, so self-play does no sampling of its own.
+move afterwards (or, with KataGo's ``SearchConfig.move_temperature``, draws
+every move from the visits to the power ``1 / T``), so self-play does no
+sampling of its own.
 
 Resignation (AlphaGo Zero): the player to move resigns when both the root
 value and the best visited child's value, for that player, are below

@@ -1,7 +1,9 @@
-"""KataGo's root policy temperature (``SearchConfig.root_policy_temperature`` and
-``root_policy_temperature_early``): the root's prior is the evaluator's raised to ``1 / T``
-and renormalised, ``T`` moving from the early value to the late one with the move number,
-and a kept tree's root is tempered once, from the evaluator's prior, never twice."""
+"""KataGo's temperatures. The root policy temperature (``SearchConfig.root_policy_temperature``
+and ``root_policy_temperature_early``): the root's prior is the evaluator's raised to
+``1 / T`` and renormalised, ``T`` moving from the early value to the late one with the
+move number, and a kept tree's root is tempered once, from the evaluator's prior, never
+twice. The move temperature (``move_temperature``, ``move_temperature_early``): the move
+played is sampled proportionally to ``visits ** (1 / T)``, the best one at ``T`` near 0."""
 
 from __future__ import annotations
 
@@ -186,3 +188,63 @@ def test_the_temperature_settings_are_checked():
     assert not cheap.tempers_root and cheap.num_simulations == 8
     assert (cheap.dirichlet_fraction, cheap.forced_playouts) == (0.0, 0.0)
     assert dataclasses.replace(cheap, num_simulations=64) == selfplay.without_root_exploration()
+
+
+def test_the_move_is_drawn_from_visits_to_the_power_one_over_t():
+    games = 1000
+    states = batch(after([6]), games)  # one position: the same visits in every game
+    out = searcher(shifting_evaluator, config(simulations=12, move_temperature=0.5))(
+        states, jax.random.key(7)
+    )
+    visits = np.asarray(out.visit_counts[0], np.float64)
+    np.testing.assert_array_equal(np.asarray(out.visit_counts), np.tile(visits, (games, 1)))
+    want = visits**2 / np.sum(visits**2)
+    drawn = np.bincount(np.asarray(out.action), minlength=visits.size) / games
+    np.testing.assert_allclose(drawn, want, atol=0.05)  # 3 standard errors at most
+    assert np.abs(drawn - visits / visits.sum()).max() > 0.1  # not the visits at T = 1
+
+
+def test_a_cold_move_temperature_plays_the_best_move_and_the_early_one_gives_way():
+    states = stack([after([]), after([6, 18, 8, 16, 12] * 4)])  # moves 0 and 20
+    greedy = searcher(shifting_evaluator, config(simulations=24))(states, jax.random.key(8))
+    for key in range(4):
+        cold = searcher(shifting_evaluator, config(simulations=24, move_temperature=0.0))(
+            states, jax.random.key(key)
+        )
+        np.testing.assert_array_equal(np.asarray(cold.action), np.asarray(greedy.action))
+    # 5 early, 0 late: on 5x5 four halflives (20 moves) leave 5/16 > 0: still sampled;
+    # the interpolation itself is checked on the root temperature's.
+    cfg = config(move_temperature=0.0, move_temperature_early=5.0)
+    np.testing.assert_allclose(
+        np.asarray(cfg.chosen_move_temperature(jnp.asarray([0, 5, 20]), 5)),
+        [5.0, 2.5, 5.0 / 16],
+        rtol=1e-6,
+    )
+    late = dataclasses.replace(cfg, temperature_halflife=0.1)  # gone by move 20
+    assert float(late.chosen_move_temperature(jnp.asarray([20]), 5)[0]) < 1e-4
+    hot = searcher(shifting_evaluator, dataclasses.replace(cfg, num_simulations=24))
+    runs = [hot(states, jax.random.key(k)) for k in range(12)]
+    drawn = {int(out.action[0]) for out in runs}
+    assert len(drawn) > 1  # move 0 at temperature 5: not always the best move
+    # However hot, never a move the search did not visit.
+    assert all(int(out.visit_counts[0, int(out.action[0])]) > 0 for out in runs)
+    played = searcher(shifting_evaluator, dataclasses.replace(late, num_simulations=24))
+    for key in range(4):  # move 20 past the halflives: the best move
+        action = played(states, jax.random.key(key)).action
+        assert int(action[1]) == int(greedy.action[1])
+
+
+def test_the_move_temperature_settings_are_checked():
+    for fields, message in (
+        ({"move_temperature": 5.5}, r"move_temperature must be in \[0, 5\]"),
+        ({"move_temperature": 0.1, "move_temperature_early": -1}, "move_temperature_early must"),
+        ({"move_temperature_early": 0.5}, "move_temperature_early needs move_temperature"),
+        ({"temperature_halflife": 0.0}, r"temperature_halflife must be in \[0.1, 100000\]"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            config(**fields)
+    with pytest.raises(ValueError, match="move_temperature does not apply to kind='gumbel'"):
+        SearchConfig(kind="gumbel", move_temperature=0.5)
+    # The cheap searches of self-play keep it: KataGo samples their moves alike.
+    cheap = fast_search(config(move_temperature=0.15, move_temperature_early=0.75), 8)
+    assert (cheap.move_temperature, cheap.move_temperature_early) == (0.15, 0.75)
