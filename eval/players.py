@@ -732,45 +732,16 @@ class SearchPlayer:
             raise ValueError(f"ponder_visits must be positive, not {visits}")
         self._ponder_visits = int(visits)
 
-    def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
-        """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
-        (at least a move's visits each), from the tree kept for ``state``, up to
-        ``ponder_visits``: the parts resume one search (``gojax.search.search``)."""
-        config = dataclasses.replace(self.config, num_simulations=self.ponder_visits - 1)
+    def _parts(
+        self, state: GoState, key: jax.Array, avoid, config: Any, target: int, step: int
+    ) -> Iterator[Callable[[], Analysis]]:
+        """One search of ``state`` (``config``) from the tree kept for it up to ``target``
+        root visits, in parts of ``step`` visits that resume it (``gojax.search.search``:
+        together they are the search run at once); after each part, the analysis of
+        the search so far, to take or not."""
         tree = self._start_tree(state)
         plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
         done = 1 if tree is None else max(1, int(tree.node_visits[0, 0]))
-        step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
-        resume, part = False, 0
-        while True:
-            target = min(self.ponder_visits, done + step)
-            key_search, key_eval = jax.random.split(jax.random.fold_in(key, part))
-            result = self._search(
-                self.model.variables,
-                _batch(state),
-                key_search,
-                config,
-                tree,
-                plies[None],
-                stop_at=jnp.int32(target),
-                resume=resume,
-            )
-            tree, resume, part = result.tree, True, part + 1
-            done = max(target, int(result.tree.node_visits[0, 0]))
-            yield self._kept_analysis(state, result, plies, key_eval)
-            if done >= self.ponder_visits:
-                return
-
-    def _stoppable(
-        self, state: GoState, key: jax.Array, avoid, stop: threading.Event, deadline, target: int
-    ) -> Analysis:
-        """A search of ``state`` to ``target`` root visits from the kept tree, run in
-        ``STOPPABLE_PARTS`` parts (resumed: together they are the search run at once)
-        and ended after the part during which ``stop`` was set or ``deadline`` passed."""
-        tree = self._start_tree(state)
-        plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
-        done = max(1, int(tree.node_visits[0, 0]))
-        step = max(1, target // STOPPABLE_PARTS)
         resume, part = False, 0
         while True:
             goal = min(target, done + step)
@@ -779,7 +750,7 @@ class SearchPlayer:
                 self.model.variables,
                 _batch(state),
                 key_search,
-                self.config,
+                config,
                 tree,
                 plies[None],
                 stop_at=jnp.int32(goal),
@@ -787,9 +758,30 @@ class SearchPlayer:
             )
             tree, resume, part = result.tree, True, part + 1
             done = max(goal, int(result.tree.node_visits[0, 0]))
-            late = deadline is not None and _now() >= deadline
-            if done >= target or stop.is_set() or late:
-                return self._kept_analysis(state, result, plies, key_eval)
+            yield functools.partial(self._kept_analysis, state, result, plies, key_eval)
+            if done >= target:
+                return
+
+    def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+        """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
+        (at least a move's visits each), from the tree kept for ``state``, up to
+        ``ponder_visits``."""
+        config = dataclasses.replace(self.config, num_simulations=self.ponder_visits - 1)
+        step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
+        for analysis in self._parts(state, key, avoid, config, self.ponder_visits, step):
+            yield analysis()
+
+    def _stoppable(
+        self, state: GoState, key: jax.Array, avoid, stop: threading.Event, deadline, target: int
+    ) -> Analysis:
+        """A search of ``state`` to ``target`` root visits from the kept tree, run in
+        ``STOPPABLE_PARTS`` parts and ended after the part during which ``stop`` was set
+        or ``deadline`` passed."""
+        step = max(1, target // STOPPABLE_PARTS)
+        for analysis in self._parts(state, key, avoid, self.config, target, step):
+            if stop.is_set() or (deadline is not None and _now() >= deadline):
+                return analysis()  # cut short
+        return analysis()  # the whole search
 
     def analyze(
         self, state, *, visits, key, deadline=None, progress=None, avoid=None, stop=None

@@ -586,17 +586,21 @@ def test_winning_pass_after_the_opponent_passes():
 # Analysis
 
 
-def _slow_lines(lines, pause):
-    """Input that arrives over time, as a controller's does."""
-    for line, wait in zip(lines, pause, strict=True):
-        time.sleep(wait)
-        yield line
+def _after_info(server, lines, lines_at_least: int = 1):
+    """The first line, then the others once the reply shows ``lines_at_least`` info
+    lines (a loaded machine may take a while to make the first analysis)."""
+    yield lines[0]
+    start = time.monotonic()
+    while server.out.getvalue().count("\ninfo ") < lines_at_least:
+        assert time.monotonic() - start < 120, server.out.getvalue()
+        time.sleep(0.02)
+    yield from lines[1:]
 
 
 def test_kata_analyze_streams_until_the_next_command():
     server = make_server()
     out = server.out
-    server.serve(_slow_lines(["1 kata-analyze 5 ownership true\n", "2 name\n"], [0, 0.4]))
+    server.serve(_after_info(server, ["1 kata-analyze 5 ownership true\n", "2 name\n"], 2))
     text = out.getvalue()
     first, second, rest = text.split("\n\n")
     lines = first.split("\n")
@@ -613,7 +617,7 @@ def test_kata_analyze_streams_until_the_next_command():
 
 def test_lz_analyze_format_and_blank_line_stops_it():
     server = make_server()
-    server.serve(_slow_lines(["lz-analyze b 5\n", "\n", "name\n"], [0, 0.2, 0.1]))
+    server.serve(_after_info(server, ["lz-analyze b 5\n", "\n", "name\n"]))
     first, second, _ = server.out.getvalue().split("\n\n")
     lines = first.split("\n")
     assert lines[0] == "=" and len(lines) >= 2
