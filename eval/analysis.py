@@ -52,6 +52,7 @@ from eval.analysis_query import (
     parse_query,
     without_foreign_settings,
 )
+from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE, KATAGO_SEARCH_FIELDS
 from eval.players import (
     Analysis,
     _policy_analysis,
@@ -608,6 +609,10 @@ class AnalysisEngine:
         PUCT on its utility, ``gojax.search.SearchConfig(kind="katago")``).
       score_utility: with ``search="katago"``, weigh the score as KataGo does;
         False: on the win-loss value alone.
+      wide_root_noise: with ``search="katago"``, KataGo's ``wideRootNoise``
+        (``SearchConfig.wide_root_noise``): None is its analysis engine's 0.04,
+        which spreads the visits over more moves; 0 searches as for play. A
+        query's ``overrideSettings`` may set its own.
       seed: for random symmetries.
       replay_cache: most games kept after their replay, so that a query whose
         moves extend one replays only the new moves (``eval.replay_cache``);
@@ -635,6 +640,7 @@ class AnalysisEngine:
         policy_optimism: float | None = None,
         search: str = "puct",
         score_utility: bool = True,
+        wide_root_noise: float | None = None,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
         from eval.players import score_utility_settings
@@ -651,7 +657,16 @@ class AnalysisEngine:
         if search not in ("puct", "katago"):
             raise ValueError(f"search must be 'puct' or 'katago', not {search!r}")
         self.search = search
-        self._utility_settings = score_utility_settings(search, score_utility)
+        if wide_root_noise is None:  # KataGo's analysis engine's default
+            wide_root_noise = ANALYSIS_WIDE_ROOT_NOISE if search == "katago" else 0.0
+        if wide_root_noise and search != "katago":
+            raise ValueError("wide root noise needs the KataGo search (--search katago)")
+        self.wide_root_noise = float(wide_root_noise)
+        # The SearchConfig fields every query's search starts from (a query's
+        # overrideSettings win).
+        self._search_settings = score_utility_settings(search, score_utility)
+        if search == "katago":
+            self._search_settings["wide_root_noise"] = self.wide_root_noise
         self.model = model
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
@@ -1117,7 +1132,7 @@ class AnalysisEngine:
             pb_c_init=self.c_puct,
             dirichlet_fraction=0.0,
             temperature_moves=0,
-            **(self._utility_settings | (search or {})),
+            **(self._search_settings | (search or {})),
         )
         search = functools.partial(
             self._search,
@@ -1386,9 +1401,12 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         policy_optimism=args.policy_optimism,
         search=args.search,
         score_utility=not args.no_score_utility,
+        wide_root_noise=args.wide_root_noise,
     )
+    noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
     print(
-        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search, "
+        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search"
+        f"{noise}, "
         f"{args.visits_default} visits by default, batches of up to {args.batch_size}; ready",
         file=sys.stderr,
         flush=True,
@@ -1406,6 +1424,17 @@ def register(commands) -> None:
         value = _positive(text)
         if value > MAX_VISITS:
             raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
+        return value
+
+    def wide_root_noise(text: str) -> float:
+        setting = KATAGO_SEARCH_FIELDS["wideRootNoise"]
+        low, high = setting.low, setting.high
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a number from {low:g} to {high:g}")
         return value
 
     parser = commands.add_parser(
@@ -1462,6 +1491,14 @@ def register(commands) -> None:
         "--no-score-utility",
         action="store_true",
         help="--search katago: search on the win-loss value alone",
+    )
+    parser.add_argument(
+        "--wide-root-noise",
+        type=wide_root_noise,
+        default=None,
+        metavar="W",
+        help="--search katago: KataGo's wideRootNoise, 0 to 5 (default 0.04, as KataGo's "
+        "analysis engine: the visits spread over more moves; 0 searches as for play)",
     )
     add_policy_optimism_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")

@@ -22,8 +22,11 @@ for the player it runs:
 * KataGo's PUCT (``--search katago``): ``staticScoreUtilityFactor``,
   ``dynamicScoreUtilityFactor``, ``cpuctExploration``,
   ``cpuctExplorationLog``, ``cpuctExplorationBase``,
-  ``cpuctUtilityStdevScale``, ``fpuReductionMax``, ``rootFpuReductionMax``
-  (``gojax.search.SearchConfig``'s fields of the same meaning).
+  ``cpuctUtilityStdevScale``, ``fpuReductionMax``, ``rootFpuReductionMax``,
+  ``wideRootNoise`` (``gojax.search.SearchConfig``'s fields of the same
+  meaning), and ``analysisWideRootNoise`` (the wide root noise of
+  ``lz-analyze`` and ``kata-analyze``, KataGo's 0.04; moves are searched with
+  ``wideRootNoise``, 0).
 
 Anything else is refused with KataGo's message, so a controller learns at
 once that a setting did not take. A change of the search compiles and times
@@ -44,7 +47,7 @@ from eval.analysis_query import MAX_VISITS
 from eval.engine import Engine
 from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import SearchPlayer
-from gojax.search import MOVE_TEMPERATURE_RANGE
+from gojax.search import KATAGO_PUCT_RANGES, MOVE_TEMPERATURE_RANGE
 
 NO_TIME_LIMIT = 1e20  # KataGo's maxTime when none is set
 
@@ -113,6 +116,10 @@ PARAMS: dict[str, Param] = {
     "chosenMoveTemperatureEarly": Param(
         _number(*MOVE_TEMPERATURE_RANGE), "move_temperature_early", ("puct", "katago", "uct")
     ),
+    # wideRootNoise of the analysis commands (lz-analyze, kata-analyze; KataGo's 0.04).
+    "analysisWideRootNoise": Param(
+        _number(*KATAGO_PUCT_RANGES["wide_root_noise"]), kinds=("katago",)
+    ),
 }
 
 
@@ -165,6 +172,8 @@ def value(engine: Engine, name: str) -> Any:
         return player.ponder_visits
     if name == "maxTimePondering":
         return min(engine.max_ponder_time, NO_TIME_LIMIT)
+    if name == "analysisWideRootNoise":
+        return player.analysis_wide_root_noise
     return _effective(player.config, param.field)
 
 
@@ -227,6 +236,8 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
     if "maxTimePondering" in parsed:
         seconds = parsed["maxTimePondering"]
         engine.max_ponder_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
+    if "analysisWideRootNoise" in parsed:  # the next analysis compiles its search
+        player.analysis_wide_root_noise = parsed["analysisWideRootNoise"]
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
 

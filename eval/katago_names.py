@@ -23,6 +23,10 @@ class SearchSetting(NamedTuple):
     kinds: tuple[str, ...]  # the SearchConfig kinds that honour it
 
 
+# KataGo's wideRootNoise in its analysis engine and GTP analysis commands (its
+# DEFAULT_ANALYSIS_WIDE_ROOT_NOISE); its moves are searched with none.
+ANALYSIS_WIDE_ROOT_NOISE = 0.04
+
 _KATAGO_ONLY = ("katago",)
 # The root policy temperature tempers the prior of any PUCT search.
 _PUCTS = ("puct", "katago")
@@ -39,6 +43,7 @@ KATAGO_SEARCH_FIELDS: dict[str, SearchSetting] = {
             ("cpuctUtilityStdevScale", "cpuct_utility_stdev_scale"),
             ("fpuReductionMax", "fpu_reduction"),
             ("rootFpuReductionMax", "root_fpu_reduction"),
+            ("wideRootNoise", "wide_root_noise"),
         )
     },
     "rootPolicyTemperature": SearchSetting(

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE
 from gojax._board import BLACK, GoState, legal_moves, play
 
 # A callback that receives intermediate analyses while a search runs.
@@ -599,6 +600,9 @@ class SearchPlayer:
         self._ponder_visits = None
         if ponder_visits is not None:
             self.ponder_visits = ponder_visits
+        # KataGo's analysisWideRootNoise: pondering (lz-analyze, kata-analyze) searches
+        # with it, moves with the config's own wide_root_noise (0 unless set).
+        self.analysis_wide_root_noise = ANALYSIS_WIDE_ROOT_NOISE if config.kind == "katago" else 0.0
         self._search, self._evaluate, self._reuse = functions
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
@@ -765,8 +769,12 @@ class SearchPlayer:
     def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
         """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
         (at least a move's visits each), from the tree kept for ``state``, up to
-        ``ponder_visits``."""
-        config = dataclasses.replace(self.config, num_simulations=self.ponder_visits - 1)
+        ``ponder_visits``; KataGo's PUCT searches with ``analysis_wide_root_noise``."""
+        config = dataclasses.replace(
+            self.config,
+            num_simulations=self.ponder_visits - 1,
+            wide_root_noise=self.analysis_wide_root_noise,
+        )
         step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
         for analysis in self._parts(state, key, avoid, config, self.ponder_visits, step):
             yield analysis()

@@ -124,6 +124,7 @@ def katago_puct(
     cpuct: float = KATAGO_CPUCT,
     cpuct_log: float = KATAGO_CPUCT_LOG,
     cpuct_base: float = KATAGO_CPUCT_BASE,
+    wide_root_noise: float = 0.0,
 ) -> jax.Array:
     """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw utilities.
 
@@ -144,6 +145,12 @@ def katago_puct(
       ones less; 0 turns this off.
 
     The defaults are KataGo's GTP engine's (the ``KATAGO_*`` constants).
+
+    ``wide_root_noise = w > 0`` (a root rule only: KataGo's ``wideRootNoise``):
+    ``P`` in the exploration term becomes ``P ** (1 / (4 w + 1))`` (flatter, not
+    renormalised), and each move's ``U``, visited or not, gains ``w * |g|`` on a
+    fair coin, ``g`` standard normal, drawn afresh at every selection: moves
+    just behind the best take turns at being tried.
 
     KataGo also weights playouts by their uncertainty; here each counts once.
     """
@@ -175,12 +182,19 @@ def katago_puct(
     reduction = jnp.where(depth == 0, root_fpu_reduction, fpu_reduction)
     fpu = parent - reduction * jnp.sqrt(visited_mass)
     value = jnp.where(visits > 0, q, fpu)
+    explore = priors
+    if wide_root_noise:  # static: only the root's rule is built with it
+        key, key_coin, key_size = jax.random.split(key, 3)
+        explore = priors ** (1.0 / (4.0 * wide_root_noise + 1.0))
+        coin = jax.random.bernoulli(key_coin, 0.5, (tree.num_actions,))
+        size = jnp.abs(jax.random.normal(key_size, (tree.num_actions,)))
+        value = value + jnp.where(coin, wide_root_noise * size, 0.0)
     tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
     # Unlike mctx's rule, an unvisited illegal move would score its first-play urgency:
     # leave the moves with the illegal logit out at every node.
     illegal = tree.children_prior_logits[node] <= ILLEGAL_THRESHOLD
     invalid = illegal | ((tree.root_invalid_actions > 0) & (depth == 0))
-    return first_argmax(value + scale * priors / (visits + 1.0) + tie_break, invalid)
+    return first_argmax(value + scale * explore / (visits + 1.0) + tie_break, invalid)
 
 
 def pruned_visits(

@@ -139,6 +139,7 @@ KATAGO_PUCT_RANGES = {
     "cpuct_utility_stdev_scale": (0.0, 1.0),
     "fpu_reduction": (0.0, 2.0),
     "root_fpu_reduction": (0.0, 2.0),
+    "wide_root_noise": (0.0, 5.0),
 }
 # KataGo's ranges of rootPolicyTemperature(Early), chosenMoveTemperature(Early) and
 # chosenMoveTemperatureHalflife.
@@ -234,6 +235,13 @@ class SearchConfig:
         under root noise. ``cpuct_utility_stdev_scale`` 0 explores as if every
         position were equally uncertain; ``fpu_reduction`` 0 gives an unvisited
         move its parent's utility. Other kinds refuse values but the defaults.
+      wide_root_noise: ``kind="katago"`` only: KataGo's ``wideRootNoise`` (0,
+        in [0, 5]): at every root selection each move's prior is flattened to
+        ``P ** (1 / (4 w + 1))`` in the exploration term and, on a coin flip,
+        ``w * |N(0, 1)|`` is added to its utility for the mover, so the search
+        spreads over more moves than it would play; KataGo's analysis engine
+        and GTP analysis search with 0.04, its moves with 0. Only the search's
+        course: the move chosen still comes from the visits.
       root_policy_temperature, root_policy_temperature_early: PUCT and KataGo's
         PUCT: KataGo's ``rootPolicyTemperature`` / ``rootPolicyTemperatureEarly``,
         in [0.01, 100]: the root's prior is raised to ``1 / T`` and renormalised
@@ -274,6 +282,7 @@ class SearchConfig:
     cpuct_utility_stdev_scale: float = _selection.KATAGO_STDEV_SCALE
     fpu_reduction: float = _selection.KATAGO_FPU_REDUCTION
     root_fpu_reduction: float | None = None
+    wide_root_noise: float = 0.0
     root_policy_temperature: float = 1.0
     root_policy_temperature_early: float | None = None
     move_temperature: float | None = None
@@ -397,10 +406,11 @@ class SearchConfig:
 
     def without_root_exploration(self) -> SearchConfig:
         """This search playing for strength, as KataGo's cheap and noiseless searches do:
-        no root noise, forced playouts or root policy temperature."""
+        no root noise, wide root noise, forced playouts or root policy temperature."""
         return dataclasses.replace(
             self,
             dirichlet_fraction=0.0,
+            wide_root_noise=0.0,
             forced_playouts=0.0,
             root_policy_temperature=1.0,
             root_policy_temperature_early=None,
@@ -1461,7 +1471,8 @@ def search(
         rules = _Rules(root_rule, rule)
     elif config.kind == "katago":
         rule = functools.partial(_selection.katago_puct, **config.katago_puct_constants)
-        rules = _Rules(functools.partial(rule, depth=0), rule)
+        root_rule = functools.partial(rule, depth=0, wide_root_noise=config.wide_root_noise)
+        rules = _Rules(root_rule, rule)
     elif config.kind == "gumbel":
         rules = _Rules(
             functools.partial(

@@ -188,6 +188,8 @@ def test_katago_search_settings_are_read_by_katagos_names():
     # The top-level field wins over the same setting in overrideSettings.
     q, _ = parse(overrideSettings={"rootFpuReductionMax": 1}, rootFpuReductionMax=0.0)
     assert q.search == (("root_fpu_reduction", 0.0),)
+    q, _ = parse(overrideSettings={"wideRootNoise": "0.25"})
+    assert q.search == (("wide_root_noise", 0.25),)
     assert parse()[0].search == ()
     with pytest.raises(
         QueryError,
@@ -247,7 +249,7 @@ def test_query_warnings_for_unknown_fields():
     _, warnings = parse(
         includePVVisits=False,
         colour="B",
-        overrideSettings={"reportAnalysisWinratesAs": "w", "wideRootNoise": 0.1},
+        overrideSettings={"reportAnalysisWinratesAs": "w", "playoutDoublingAdvantage": 0.5},
     )
     fields = [f for f, _ in warnings]
     assert fields == ["overrideSettings", "colour"]
@@ -989,8 +991,12 @@ def test_serve_finishes_the_work_carried_over_at_the_end_of_the_input():
 def test_a_querys_katago_settings_change_its_search_alone():
     """Queries with different KataGo search settings in one batch are searched apart,
     each with its own: no first-play urgency reduction at the root spreads the visits,
-    a large one keeps them on the move tried first."""
-    eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=2, min_batch=2, search="katago")
+    a large one keeps them on the move tried first (without wide root noise, which
+    spreads them too)."""
+    eng = AnalysisEngine(
+        model(), symmetry=0, visits=1, batch_size=2, min_batch=2, search="katago",
+        wide_root_noise=0.0,
+    )  # fmt: skip
     position = {"moves": [["B", "C3"], ["W", "D3"], ["B", "B2"]], "boardXSize": 5,
                 "boardYSize": 5, "komi": 0.5, "maxVisits": 25}  # fmt: skip
     wide = query(id="wide", rootFpuReductionMax=0, **position)
@@ -1000,6 +1006,15 @@ def test_a_querys_katago_settings_change_its_search_alone():
     searched = {k: len(r["moveInfos"]) for k, r in replies.items()}
     assert searched["wide"] > searched["default"] > searched["narrow"] == 1, searched
     assert all(r["rootInfo"]["visits"] == 25 for r in replies.values())
+    # KataGo's wide root noise, the engine's (by default KataGo's 0.04) or a query's own:
+    # much of it spreads the visits even where first-play urgency keeps them on one move.
+    assert AnalysisEngine(model(), search="katago").wide_root_noise == 0.04
+    noisy = narrow | {
+        "id": "noisy",
+        "overrideSettings": {"rootFpuReductionMax": 2, "wideRootNoise": 1},
+    }
+    (reply,) = session([json.dumps(noisy)], eng)
+    assert len(reply["moveInfos"]) > 1 and reply["rootInfo"]["visits"] == 25
     # The PUCT engine has no such settings: it says so and searches as ever.
     (warning, reply) = session([json.dumps(wide)], small_batches())
     assert warning == {"field": "rootFpuReductionMax", "id": "wide",
@@ -1019,6 +1034,9 @@ def test_a_querys_katago_settings_change_its_search_alone():
 def test_analysis_search_kinds_are_checked():
     with pytest.raises(ValueError, match="search must be"):
         AnalysisEngine(model(), search="gumbel")
+    with pytest.raises(ValueError, match="wide root noise needs the KataGo search"):
+        AnalysisEngine(model(), wide_root_noise=0.04)
+    assert AnalysisEngine(model()).wide_root_noise == 0.0  # the PUCT engine: none
     with pytest.raises(ValueError, match="only the katago search weighs scores"):
         AnalysisEngine(model(), score_utility=False)
 

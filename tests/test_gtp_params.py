@@ -252,6 +252,50 @@ def test_katago_search_constants_are_set_and_play():
     assert player.name.endswith("24 visits, value only)") and not player.config.weighs_scores
 
 
+def test_wide_root_noise_spreads_the_analysis_and_not_the_moves():
+    """KataGo's GTP searches its analyses (lz-analyze, kata-analyze) with
+    analysisWideRootNoise, 0.04 by default, and its moves with wideRootNoise, 0."""
+    server = katago_server(visits=8)
+    engine, player = server.engine, server.engine.player
+    assert ask(server, "kata-get-param analysisWideRootNoise") == "= 0.04"
+    assert ask(server, "kata-get-param wideRootNoise") == "= 0.0"
+    for move in ("b c3", "w d3", "b b2"):  # a position where the net hesitates
+        assert ask(server, f"play {move}") == "="
+    used = []  # the wide root noise of every search run
+    search = player._search
+
+    def recorded(*args, **kw):  # (variables, states, key, config, ...) or config=
+        used.append(kw.get("config", args[3] if len(args) > 3 else None).wide_root_noise)
+        return search(*args, **kw)
+
+    player._search = recorded
+
+    def analysed_moves() -> int:  # root moves with a visit after a 40-visit analysis
+        player.new_game()  # from scratch
+        *_, last = (a for a, _ in zip(engine.ponder(), range(12), strict=False))
+        assert last.visits == 40
+        return sum(1 for m in last.moves if m.visits > 0)
+
+    assert (
+        ask(server, 'kata-set-params {"maxVisitsPondering": 40, "rootFpuReductionMax": 2}') == "="
+    )
+    assert ask(server, "kata-set-param analysisWideRootNoise 0") == "="
+    narrow = analysed_moves()
+    assert set(used) == {0.0}
+    assert ask(server, "kata-set-param analysisWideRootNoise 1.5") == "="
+    wide = analysed_moves()
+    assert wide > narrow, (wide, narrow)
+    assert set(used) == {0.0, 1.5}
+    used.clear()
+    ask(server, "kata-genmove_analyze w")
+    assert set(used) == {0.0}  # the move's own search: wideRootNoise
+    assert ask(server, "kata-set-param wideRootNoise 0.3") == "="
+    assert player.config.wide_root_noise == 0.3
+    reply = ask(server, "kata-set-param analysisWideRootNoise 6")
+    assert reply.endswith("analysisWideRootNoise must be a number from 0 to 5, not '6'")
+    assert player.analysis_wide_root_noise == 1.5
+
+
 def test_root_policy_temperature_is_set_as_katago_keeps_it():
     player = SearchPlayer(reference_model(), visits=8, search="puct", symmetry=0)
     server = GTPServer(Engine(player, size=5, komi=0.5, rules="chinese"), io.StringIO())
@@ -291,6 +335,7 @@ def test_katago_only_parameters_are_refused_for_other_searches(search):
     names = ask(server, "kata-list-params").split()[1:]
     assert ("useLcbForSelection" in names) == (search == "puct")
     assert ("rootPolicyTemperature" in names) == (search == "puct")
+    assert not {"wideRootNoise", "analysisWideRootNoise"} & set(names)
     if search == "gumbel":  # its root moves follow the budget unless they were given
         assert ask(server, "kata-set-param maxVisits 33") == "="
         assert player.config.max_num_considered_actions == 8

@@ -41,10 +41,12 @@ def katago_scores(
     reduction: float = 0.2,
     stdev_scale: float = 0.85,
     cpuct: tuple[float, float, float] = (1.0, 0.45, 500.0),
+    policy_power: float = 1.0,
 ) -> np.ndarray:
     """KataGo's selection values of ``node``'s children, transcribed from its C++ with NumPy
     (float64), on utilities (value plus score utility); illegal children -inf. The keywords
-    are KataGo's fpuReductionMax, cpuctUtilityStdevScale and cpuctExploration(Log, Base)."""
+    are KataGo's fpuReductionMax, cpuctUtilityStdevScale and cpuctExploration(Log, Base),
+    and the power its wideRootNoise raises the prior to in the exploration term."""
     t = jax.tree.map(lambda x: np.asarray(x[game], np.float64), tree)
     logits = t.children_prior_logits[node]
     legal = logits > _selection.ILLEGAL_THRESHOLD
@@ -74,7 +76,7 @@ def katago_scores(
     c, c_log, c_base = cpuct
     scaling = (c + c_log * math.log((total + c_base) / c_base)) * math.sqrt(total + 0.01) * factor
     value = np.where(n > 0, q, fpu)
-    return np.where(legal, value + scaling * prior / (1.0 + n), -np.inf)
+    return np.where(legal, value + scaling * prior**policy_power / (1.0 + n), -np.inf)
 
 
 @pytest.mark.parametrize("evaluator", [scoring_evaluator, distribution_evaluator])
@@ -159,6 +161,50 @@ def test_first_play_urgency_at_the_root_decides_how_wide_the_search_goes():
     # a large one keeps them on the few moves tried first.
     wide, default, narrow = (root_moves_searched(root_fpu_reduction=r) for r in (0.0, None, 2.0))
     assert wide > default > narrow, (wide, default, narrow)
+
+
+def test_wide_root_noise_picks_root_moves_as_katagos_draws_do():
+    """Over many keys, the root moves the rule picks under wideRootNoise are distributed
+    as KataGo's: its selection values with the prior flattened, plus ``w * |g|`` on a
+    fair coin per move, drawn by NumPy."""
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=8), 1)
+    config = SearchConfig(kind="katago", num_simulations=32, dirichlet_fraction=0.0)
+    tree = searcher(distribution_evaluator, config)(states, jax.random.key(0)).tree
+    root = jax.tree.map(lambda x: x[0], tree)
+    noise = 0.1
+
+    def picks(keys, noise):  # the noise is static, as in a search's root rule
+        rule = functools.partial(_selection.katago_puct, root_fpu_reduction=0.1)
+        select = jax.vmap(lambda key: rule(key, root, 0, 0, wide_root_noise=noise))
+        return fast_jit(select)(keys)
+
+    keys = jax.random.split(jax.random.key(7), 4000)
+    ours = np.bincount(np.asarray(picks(keys, noise)), minlength=tree.num_actions) / len(keys)
+    quiet = np.bincount(np.asarray(picks(keys, 0.0)), minlength=tree.num_actions)
+    assert np.count_nonzero(quiet) == 1  # premise: without it one move is always picked
+    base = katago_scores(tree, 0, 0, 0.1, policy_power=1.0 / (4.0 * noise + 1.0))
+    rng = np.random.default_rng(0)
+    draws = 200_000
+    coin = rng.random((draws, base.size)) < 0.5
+    bonus = np.where(coin, noise * np.abs(rng.standard_normal((draws, base.size))), 0.0)
+    theirs = np.bincount(np.argmax(base + bonus, axis=1), minlength=base.size) / draws
+    assert np.count_nonzero(theirs > 0.02) >= 3  # premise: the noise spreads the picks
+    assert 0.5 * np.abs(ours - theirs).sum() < 0.04, (ours.round(3), theirs.round(3))
+
+
+def test_wide_root_noise_widens_the_search_and_leaves_the_move_to_the_visits():
+    """A search with wideRootNoise visits more root moves; without it, fewer (5x5, uniform
+    prior, root FPU 0.2 so that few moves are tried), and a config leaves it out where
+    KataGo does."""
+    narrow = root_moves_searched(root_fpu_reduction=0.2)
+    wide = root_moves_searched(root_fpu_reduction=0.2, wide_root_noise=0.5)
+    assert wide > narrow, (wide, narrow)
+    config = SearchConfig(kind="katago", wide_root_noise=0.04)
+    assert config.without_root_exploration().wide_root_noise == 0.0
+    with pytest.raises(ValueError, match="wide_root_noise needs kind='katago'"):
+        SearchConfig(kind="puct", wide_root_noise=0.04)
+    with pytest.raises(ValueError, match=r"wide_root_noise must be in \[0, 5\]"):
+        SearchConfig(kind="katago", wide_root_noise=6.0)
 
 
 def test_a_winning_capture_draws_the_visits():
