@@ -67,6 +67,7 @@ from eval.replay_cache import ReplayCache, moves_key
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
 from gojax._coords import action_to_gtp
 from gojax._tree_reuse import subtree_ownership
+from gojax.katago_features import forget_history
 
 # ----------------------------------------------------------------------------
 # Device side: replay, search, evaluation
@@ -613,6 +614,12 @@ class AnalysisEngine:
         (``SearchConfig.wide_root_noise``): None is its analysis engine's 0.04,
         which spreads the visits over more moves; 0 searches as for play. A
         query's ``overrideSettings`` may set its own.
+      ignore_pre_root_history: KataGo's ``ignorePreRootHistory`` (its analysis
+        engine's default, True): the network sees no move played before an
+        analysed position, only those searched from it, so that a game's odd
+        history does not sway its analysis; False shows the game's last moves
+        as a game's own search sees them. A query's ``overrideSettings`` may
+        set its own.
       seed: for random symmetries.
       replay_cache: most games kept after their replay, so that a query whose
         moves extend one replays only the new moves (``eval.replay_cache``);
@@ -641,6 +648,7 @@ class AnalysisEngine:
         search: str = "puct",
         score_utility: bool = True,
         wide_root_noise: float | None = None,
+        ignore_pre_root_history: bool = True,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
         from eval.players import score_utility_settings
@@ -662,6 +670,7 @@ class AnalysisEngine:
         if wide_root_noise and search != "katago":
             raise ValueError("wide root noise needs the KataGo search (--search katago)")
         self.wide_root_noise = float(wide_root_noise)
+        self.ignore_pre_root_history = bool(ignore_pre_root_history)
         # The SearchConfig fields every query's search starts from (a query's
         # overrideSettings win).
         self._search_settings = score_utility_settings(search, score_utility)
@@ -994,10 +1003,17 @@ class AnalysisEngine:
             stopped=stopped,
             poll=stream.poll,
             search=search,
+            forget=[self._forgets(queries[i]) for i, _, _ in part],
             on_report=None
             if stream.report is None
             else functools.partial(_report_during_search, stream.report, queries, part),
         )
+
+    def _forgets(self, query: Query) -> bool:
+        """Whether ``query``'s positions are searched with their past moves unknown."""
+        if query.ignore_history is None:
+            return self.ignore_pre_root_history
+        return query.ignore_history
 
     def _replay_chunk(
         self, queries: list[Query], size: int, rules: str, max_moves: int
@@ -1098,6 +1114,7 @@ class AnalysisEngine:
         stopped: Callable[[], list[int]] | None = None,
         poll: float = math.inf,
         search: dict[str, float] | None = None,
+        forget: list[bool] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -1111,10 +1128,15 @@ class AnalysisEngine:
         run in parts, every position ``stopped()`` names between parts. A finite ``poll``
         runs the search in parts of about that many seconds even without reports or
         limits, so that ``stopped()`` is asked that often. ``search``: ``SearchConfig``
-        fields over the engine's (the KataGo search's settings a query set)."""
+        fields over the engine's (the KataGo search's settings a query set). ``forget``
+        (per position): search it with its past moves unknown (KataGo's
+        ``ignorePreRootHistory``; ``gojax.katago_features.forget_history``)."""
         n = len(index)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
+        if forget is not None and any(forget):
+            rows = jnp.asarray(forget + [forget[0]] * (batch - n))
+            roots = _where(rows, forget_history(roots), roots)
         movers = [int(m) for m in np.asarray(roots.to_play)[:n]]
         key_search, key_eval = jax.random.split(self._next_key())
         if visits == 1:
@@ -1402,6 +1424,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         search=args.search,
         score_utility=not args.no_score_utility,
         wide_root_noise=args.wide_root_noise,
+        ignore_pre_root_history=not args.pre_root_history,
     )
     noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
     print(
@@ -1499,6 +1522,13 @@ def register(commands) -> None:
         metavar="W",
         help="--search katago: KataGo's wideRootNoise, 0 to 5 (default 0.04, as KataGo's "
         "analysis engine: the visits spread over more moves; 0 searches as for play)",
+    )
+    parser.add_argument(
+        "--pre-root-history",
+        action="store_true",
+        help="let the network see the moves played before each analysed position (KataGo's "
+        "ignorePreRootHistory=false; by default, as KataGo's analysis engine, it sees only "
+        "the moves searched from it)",
     )
     add_policy_optimism_arguments(parser)
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")

@@ -90,6 +90,7 @@ _TOP_LEVEL_SETTINGS = {
 _SETTINGS = {
     "maxVisits",
     "maxTime",
+    "ignorePreRootHistory",
     "analysisPVLen",
     "reportAnalysisWinratesAs",
     *KATAGO_SEARCH_FIELDS,
@@ -144,6 +145,9 @@ class Query:
     # (turn, priority) of every turn of ``turns`` whose priority is not 0 (``priority``,
     # ``priorities``): higher is analysed first; ties go to the earlier query.
     priorities: tuple[tuple[int, int], ...] = ()
+    # overrideSettings ignorePreRootHistory: whether the network sees the moves before
+    # each analysed position (False) or not (True); None: the engine's default.
+    ignore_history: bool | None = None
 
     def priority(self, turn: int) -> int:
         """The priority of analysing ``turn`` (KataGo's default 0)."""
@@ -470,6 +474,20 @@ def _search_settings(request: dict) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(fields.items()))
 
 
+def _ignore_history(request: dict) -> bool | None:
+    """overrideSettings ``ignorePreRootHistory``: true or false (JSON, or text as KataGo's
+    config reads it); None if not given."""
+    value = request.get("overrideSettings", {}).get("ignorePreRootHistory")
+    if value is None:
+        return None
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        message = "Could not set settings: ignorePreRootHistory must be true or false"
+        raise QueryError("overrideSettings", message)
+    return value
+
+
 def without_foreign_settings(
     request: dict, query: Query, kind: str
 ) -> tuple[Query, list[tuple[str, str]]]:
@@ -580,6 +598,7 @@ def parse_query(
         warnings.append(("rules", warning))
     visits, pv_length, report_as, max_time = _options(request, visits, report_as, warnings)
     search = _search_settings(request)
+    ignore_history = _ignore_history(request)
     include_ownership = _boolean(request, "includeOwnership")
     include_policy = _boolean(request, "includePolicy")
     include_pv_visits = _boolean(request, "includePVVisits")
@@ -616,5 +635,6 @@ def parse_query(
         max_time=max_time,
         priorities=priorities,
         search=search,
+        ignore_history=ignore_history,
     )
     return query, warnings

@@ -58,6 +58,14 @@ def _komi_parity_wave(self_komi: jax.Array, area: int) -> jax.Array:
     return jnp.where(delta < 0.5, delta, jnp.where(delta < 1.5, 1.0 - delta, delta - 2.0))
 
 
+def forget_history(state: GoState) -> GoState:
+    """``state`` (batched or not) with its past moves unknown: KataGo's
+    ``ignorePreRootHistory``. Its inputs show no history; a position searched from it
+    shows the moves played since, as KataGo's search shows a node the moves below its
+    root. The rules' own record (ko, superko, passes) is kept."""
+    return state.replace(recent_moves=jnp.full_like(state.recent_moves, -1))
+
+
 def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     """``(spatial [N, N, 22], global [19])`` float32 inputs for the player to move."""
     size = state.size
@@ -83,8 +91,11 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     max_turns = jnp.minimum(max_turns, state.move_number)
 
     ago = jnp.arange(HISTORY_MOVES)  # 0 = the last move
-    included = ago < max_turns
     moves = state.recent_moves[:HISTORY_MOVES].astype(jnp.int32)
+    # The history ends at the first move not known (-1): before a game's first move, or
+    # where it was forgotten (KataGo's ignorePreRootHistory, :func:`forget_history`).
+    known = jnp.cumprod(moves != -1).astype(bool)
+    included = (ago < max_turns) & known
     was_pass = included & (moves == p)
     placed = included & (moves >= 0) & (moves < p)
     move_planes = (jnp.arange(p)[None, :] == moves[:, None]) & placed[:, None]  # [5, P]

@@ -525,8 +525,10 @@ def test_a_failing_analysis_is_reported_and_the_stream_goes_on(monkeypatch):
     assert replies[1]["id"] == "v" and len(replies) == 2
 
 
-def _reference_replies() -> dict[tuple[str, int], dict]:
-    """Each reference game as one query analysing the cut positions, at one visit."""
+def _reference_replies(**settings) -> dict[tuple[str, int], dict]:
+    """Each reference game as one query analysing the cut positions, at one visit, with
+    the network seeing the game's moves as kata-raw-nn does (``settings``: more of
+    ``overrideSettings``)."""
     lines = []
     for game, records in reference_games().items():
         longest = max(records, key=lambda r: len(r["moves"]))
@@ -543,7 +545,11 @@ def _reference_replies() -> dict[tuple[str, int], dict]:
                     "maxVisits": 1,
                     "includeOwnership": True,
                     "includePolicy": True,
-                    "overrideSettings": {"reportAnalysisWinratesAs": "WHITE"},
+                    "overrideSettings": {
+                        "reportAnalysisWinratesAs": "WHITE",
+                        "ignorePreRootHistory": False,
+                    }
+                    | settings,
                 }
             )
         )
@@ -588,13 +594,68 @@ def test_one_visit_equals_evaluate_and_katago():
         np.testing.assert_allclose(reply["ownership"], katago["whiteOwnership"], atol=1e-4)
 
 
+def test_the_moves_before_an_analysed_position_are_hidden_as_katago_hides_them():
+    """KataGo's analysis engine evaluates a position as if nothing had been played before
+    it (ignorePreRootHistory, by default): a position after moves is analysed as the same
+    stones set up by initialStones, and unlike the same moves shown to the network."""
+    records = [r for game in reference_games().values() for r in game]
+    replies = _reference_replies(ignorePreRootHistory=True)
+    shown = _reference_replies()
+    checked = 0
+    for record in records:
+        game = record["id"].rsplit("-", 1)[0]
+        turn = len(record["moves"])
+        if turn == 0 or (record["moves"][-1][1] == "pass"):
+            continue  # nothing hidden; a pass also counts for the rules
+        state = state_from_moves(9, record["moves"], komi=record["komi"], rules=record["rules"])
+        board = np.asarray(state.board)
+        stones = [
+            ["B" if board[p] > 0 else "W", action_to_gtp(p, 9)] for p in np.flatnonzero(board)
+        ]
+        setup = {
+            "id": "setup",
+            "moves": [],
+            "initialStones": stones,
+            "initialPlayer": record["to_move"],
+            "rules": record["rules"],
+            "komi": record["komi"],
+            "boardXSize": 9,
+            "boardYSize": 9,
+            "maxVisits": 1,
+            "includePolicy": True,
+            "includeOwnership": True,
+            "overrideSettings": {"reportAnalysisWinratesAs": "WHITE"},
+        }
+        (alone,) = session([json.dumps(setup)])
+        reply = replies[(game, turn)]
+        np.testing.assert_allclose(reply["policy"], alone["policy"], atol=1e-5)
+        assert reply["rootInfo"]["rawWinrate"] == pytest.approx(
+            alone["rootInfo"]["rawWinrate"], abs=1e-5
+        )
+        gap = np.abs(np.asarray(reply["policy"]) - np.asarray(shown[(game, turn)]["policy"]))
+        assert gap.max() > 1e-3  # premise: the moves shown change what the net says
+        checked += 1
+    assert checked >= 3
+    # The engine's default is KataGo's; --pre-root-history shows the moves.
+    assert engine().ignore_pre_root_history
+    reply = session([json.dumps(query(id="x", overrideSettings={"ignorePreRootHistory": 2}))])
+    assert reply == [
+        {
+            "error": "Could not set settings: ignorePreRootHistory must be true or false",
+            "field": "overrideSettings",
+            "id": "x",
+        }
+    ]
+
+
 def test_japanese_queries_are_evaluated_under_territory_rules():
     """A ``japanese`` query is analysed under japanese (no warning), with KataGo's
     inputs for territory rules: its numbers are ``evaluate`` of the japanese
     position and differ from the same moves under chinese."""
     moves = [["B", "E5"], ["W", "C3"], ["B", "G7"], ["W", "pass"]]
     fields = {"moves": moves, "maxVisits": 1, "includePolicy": True}
-    fields |= {"overrideSettings": {"reportAnalysisWinratesAs": "WHITE"}}
+    history = {"ignorePreRootHistory": "false"}  # the pass is in the inputs
+    fields |= {"overrideSettings": {"reportAnalysisWinratesAs": "WHITE"} | history}
     japanese, chinese = session(
         [json.dumps(query(id=r, rules=r, komi=6.5, **fields)) for r in ("japanese", "chinese")]
     )
@@ -740,6 +801,7 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
 
     moves = [["B", "E5"], ["W", "C3"], ["B", "G7"]]
     line = query(id="own", moves=moves, maxVisits=8, includeOwnership=True)
+    line["overrideSettings"] = {"ignorePreRootHistory": False}  # as the search below
     (reply,) = session([json.dumps(line)])  # Black's view (--report-as BLACK)
     (raw,) = session([json.dumps(line | {"maxVisits": 1})])
     state = jax.tree.map(lambda x: x[None], state_from_moves(9, moves, komi=7, rules="chinese"))

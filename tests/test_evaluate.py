@@ -312,3 +312,39 @@ def test_analyze_and_verify_net_report_bad_input_in_one_line(capsys, tmp_path, m
     with pytest.raises(SystemExit) as exit_info:  # argparse's own usage error
         cli.main(["analyze", str(game), "--model", str(junk), "--symmetry", "9"])
     assert exit_info.value.code == 2 and "symmetry must be" in capsys.readouterr().err
+
+
+def test_a_forgotten_history_shows_only_the_moves_played_since():
+    """KataGo's ignorePreRootHistory: a position whose past moves are forgotten has the
+    inputs of the same stones set up afresh (no move, no board before it for the ladder
+    planes), before and after a move searched from it; on the reference positions."""
+    from gojax.katago_features import forget_history
+
+    inputs = jax.jit(_katago_inputs)
+    checked = differed = 0
+    for record in positions().values():
+        size, moves = record["size"], record["moves"]
+        if not moves or moves[-1][1] == "pass" or record["rules"] in ("japanese", "korean"):
+            continue  # nothing to forget; the passes and captures count for the rules
+        state = state_from_moves(size, moves, komi=record["komi"], rules=record["rules"])
+        if int(state.ko) >= 0 or size > 9:
+            continue  # a ko point is the rules' record too
+        fresh = gojax.new_game(
+            size, komi=record["komi"], rules=record["rules"], board=state.board,
+            to_play=state.to_play, max_moves=state.max_moves,
+        )  # fmt: skip
+        forgotten = forget_history(state)
+        hidden, shown = inputs(forgotten), inputs(state)
+        for ours, theirs in zip(hidden, inputs(fresh), strict=True):
+            np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs), record["id"])
+        differed += not np.array_equal(np.asarray(hidden[0]), np.asarray(shown[0]))
+        ladders = np.asarray(hidden[0][..., 14:17])  # ladder planes now, 1 and 2 moves ago
+        differed += not np.array_equal(ladders, np.asarray(shown[0][..., 14:17]))
+        legal = np.flatnonzero(np.asarray(gojax.legal_moves(state))[:-1])
+        move = int(legal[len(legal) // 2])
+        after = inputs(gojax.play(forgotten, move))
+        for ours, theirs in zip(after, inputs(gojax.play(fresh, move)), strict=True):
+            np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs), record["id"])
+        assert np.asarray(after[0][..., 9]).sum() == 1  # the move since: shown
+        checked += 1
+    assert checked >= 10 and differed > checked  # premise: the moves (and ladders) showed
