@@ -171,6 +171,8 @@ def test_gtp_flags_name_the_optimism_and_refuse_nets_without_the_head(net_file):
 
 
 def test_analysis_reports_the_roots_policy_with_optimism(net_file):
+    from gojax.katago_features import forget_history
+
     model = katago_model.load_model(net_file)
     engine = AnalysisEngine(model, symmetry=0, visits=1, batch_size=2)
     assert engine.optimism == (0.2, 1.0)
@@ -186,7 +188,8 @@ def test_analysis_reports_the_roots_policy_with_optimism(net_file):
     stdout = io.StringIO()
     engine.serve(io.StringIO(json.dumps(query) + "\n"), stdout)
     (reply,) = [json.loads(line) for line in stdout.getvalue().splitlines()]
-    state = gojax.play(gojax.new_game(SIZE, komi=0.5, rules="chinese"), 12)
+    # The analysis engine hides the moves before the position, as KataGo's.
+    state = forget_history(gojax.play(gojax.new_game(SIZE, komi=0.5, rules="chinese"), 12))
     want = _policy(model, batch(state, 1), 0.2)[0]
     got = np.array(reply["policy"])
     legal = got >= 0
