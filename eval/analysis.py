@@ -52,7 +52,7 @@ from eval.analysis_query import (
     parse_query,
     without_foreign_settings,
 )
-from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE, KATAGO_SEARCH_FIELDS
+from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE
 from eval.players import (
     Analysis,
     _policy_analysis,
@@ -1135,8 +1135,7 @@ class AnalysisEngine:
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
         if forget is not None and any(forget):
-            rows = jnp.asarray(forget + [forget[0]] * (batch - n))
-            roots = _where(rows, forget_history(roots), roots)
+            roots = forget_history(roots, jnp.asarray(forget + [forget[0]] * (batch - n)))
         movers = [int(m) for m in np.asarray(roots.to_play)[:n]]
         key_search, key_eval = jax.random.split(self._next_key())
         if visits == 1:
@@ -1440,6 +1439,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
+    from eval import gtp_params
     from eval.gtp import add_policy_optimism_arguments
     from gojax.cli import _non_negative, _positive, _symmetry_arg
 
@@ -1449,16 +1449,11 @@ def register(commands) -> None:
             raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
         return value
 
-    def wide_root_noise(text: str) -> float:
-        setting = KATAGO_SEARCH_FIELDS["wideRootNoise"]
-        low, high = setting.low, setting.high
+    def wide_root_noise(text: str) -> float:  # as gtp's wideRootNoise reads it
         try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be a number from {low:g} to {high:g}")
-        return value
+            return gtp_params.PARAMS["wideRootNoise"].parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"must be {error}") from None
 
     parser = commands.add_parser(
         "analysis", help="KataGo's JSON analysis engine: batched queries on stdin, JSON on stdout"

@@ -58,12 +58,16 @@ def _komi_parity_wave(self_komi: jax.Array, area: int) -> jax.Array:
     return jnp.where(delta < 0.5, delta, jnp.where(delta < 1.5, 1.0 - delta, delta - 2.0))
 
 
-def forget_history(state: GoState) -> GoState:
+def forget_history(state: GoState, rows: jax.Array | None = None) -> GoState:
     """``state`` (batched or not) with its past moves unknown: KataGo's
     ``ignorePreRootHistory``. Its inputs show no history; a position searched from it
     shows the moves played since, as KataGo's search shows a node the moves below its
-    root. The rules' own record (ko, superko, passes) is kept."""
-    return state.replace(recent_moves=jnp.full_like(state.recent_moves, -1))
+    root. The rules' own record (ko, superko, passes) is kept. ``rows [B]`` bool: of a
+    batch, forget only these."""
+    forgotten = jnp.full_like(state.recent_moves, -1)
+    if rows is not None:
+        forgotten = jnp.where(rows[:, None], forgotten, state.recent_moves)
+    return state.replace(recent_moves=forgotten)
 
 
 def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
