@@ -60,14 +60,17 @@ def _komi_parity_wave(self_komi: jax.Array, area: int) -> jax.Array:
 
 def forget_history(state: GoState, rows: jax.Array | None = None) -> GoState:
     """``state`` (batched or not) with its past moves unknown: KataGo's
-    ``ignorePreRootHistory``. Its inputs show no history; a position searched from it
-    shows the moves played since, as KataGo's search shows a node the moves below its
-    root. The rules' own record (ko, superko, passes) is kept. ``rows [B]`` bool: of a
-    batch, forget only these."""
-    forgotten = jnp.full_like(state.recent_moves, -1)
+    ``ignorePreRootHistory``. Its inputs show no history (no past move, and the
+    current board in place of the past ones, as KataGo's with none); a position
+    searched from it shows the moves played since, as KataGo's search shows a node
+    the moves below its root. The rules' own record (ko, superko, passes) is kept.
+    ``rows [B]`` bool: of a batch, forget only these."""
+    moves = jnp.full_like(state.recent_moves, -1)
+    boards = jnp.broadcast_to(state.board[..., None, :], state.past_boards.shape)
     if rows is not None:
-        forgotten = jnp.where(rows[:, None], forgotten, state.recent_moves)
-    return state.replace(recent_moves=forgotten)
+        moves = jnp.where(rows[:, None], moves, state.recent_moves)
+        boards = jnp.where(rows[:, None, None], boards, state.past_boards)
+    return state.replace(recent_moves=moves, past_boards=boards)
 
 
 def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
@@ -95,11 +98,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     max_turns = jnp.minimum(max_turns, state.move_number)
 
     ago = jnp.arange(HISTORY_MOVES)  # 0 = the last move
+    included = ago < max_turns
     moves = state.recent_moves[:HISTORY_MOVES].astype(jnp.int32)
-    # The history ends at the first move not known (-1): before a game's first move, or
-    # where it was forgotten (KataGo's ignorePreRootHistory, :func:`forget_history`).
-    known = jnp.cumprod(moves != -1).astype(bool)
-    included = (ago < max_turns) & known
     was_pass = included & (moves == p)
     placed = included & (moves >= 0) & (moves < p)
     move_planes = (jnp.arange(p)[None, :] == moves[:, None]) & placed[:, None]  # [5, P]
