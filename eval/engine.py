@@ -54,10 +54,12 @@ from gojax._board import (
     score,
 )
 from gojax._rules import RULE_PRESETS, get_rules
+from gojax.katago_features import forget_history
 
 RESIGN = -1  # genmove's answer when the engine resigns
 # KataGo's default resignThreshold, -0.9 on its [-1, 1] win-loss utility, as a win rate.
 KATAGO_RESIGN_WINRATE = 0.05
+_forget_history = jax.jit(forget_history)  # one program, not an op by op dispatch
 TimeKind = Literal["none", "absolute", "canadian", "byoyomi", "fischer"]
 
 
@@ -294,6 +296,9 @@ class Engine:
         self.resign_consecutive = int(resign_consecutive)
         self.max_time = math.inf  # seconds a genmove may think, whatever the clock allows
         self.max_ponder_time = math.inf  # seconds an analysis (ponder) search may grow
+        # KataGo's analysisIgnorePreRootHistory: the network of an analysis (ponder)
+        # sees no move before the analysed position.
+        self.analysis_ignore_pre_root_history = True
         self.lag = float(lag)
         self._key = jax.random.key(seed)
         self._calls = 0
@@ -550,8 +555,16 @@ class Engine:
         )
 
     def ponder(self, colour: int | None = None, avoid: np.ndarray | None = None):
-        """Endless analyses (deeper and deeper) for ``lz-analyze``/``kata-analyze``."""
+        """Endless analyses (deeper and deeper) for ``lz-analyze``/``kata-analyze``.
+
+        With ``analysis_ignore_pre_root_history`` (KataGo's default) a network sees the
+        position with no past moves and, below it, only the moves searched since: a
+        search player's pondered tree is then its own, neither continued by the next
+        ``genmove`` nor by the analysis after a move (KataGo's GTP engine also starts
+        again when it switches between analysing and moving)."""
         state = self._state_for(self.to_play if colour is None else colour)
+        if self.analysis_ignore_pre_root_history and self.network() is not None:
+            state = _forget_history(state)
         return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
     def network(self) -> Any:

@@ -5,7 +5,9 @@ Bot front-ends and GUIs change an engine's search between games (or moves)
 with these, using KataGo's parameter names. gojax honours the ones it has,
 for the player it runs:
 
-* every engine: ``allowResignation``;
+* every engine: ``allowResignation``; with a network ``analysisIgnorePreRootHistory``
+  (KataGo's true: the network of ``lz-analyze``/``kata-analyze`` sees no move
+  played before the analysed position);
 * a search (``--player search`` or ``uct``): ``maxVisits`` (root visits,
   KataGo's count: ``maxVisits - 1`` simulations; 1 is the network's policy
   alone), ``maxTime`` (seconds a ``genmove`` may think, whatever the
@@ -90,12 +92,13 @@ class Param:
 
     ``field``: the ``SearchConfig`` field it sets, or None (the engine's own);
     ``kinds``: the search kinds it applies to (``()``: any player, ``None``:
-    any search).
+    any search); ``network``: only for a player with a network.
     """
 
     parse: Callable[[str], Any]
     field: str | None = None
     kinds: tuple[str, ...] | None = None
+    network: bool = False
 
 
 PARAMS: dict[str, Param] = {
@@ -120,6 +123,8 @@ PARAMS: dict[str, Param] = {
     "analysisWideRootNoise": Param(
         _number(*KATAGO_PUCT_RANGES["wide_root_noise"]), kinds=("katago",)
     ),
+    # Whether the network of an analysis sees the moves before the analysed position.
+    "analysisIgnorePreRootHistory": Param(_boolean, kinds=(), network=True),
 }
 
 
@@ -144,6 +149,8 @@ def _effective(config: Any, field: str) -> Any:
 
 def _applies(param: Param, engine: Engine) -> bool:
     player = engine.player
+    if param.network and engine.network() is None:
+        return False
     if param.kinds == ():
         return True
     if not isinstance(player, SearchPlayer):
@@ -174,6 +181,8 @@ def value(engine: Engine, name: str) -> Any:
         return min(engine.max_ponder_time, NO_TIME_LIMIT)
     if name == "analysisWideRootNoise":
         return player.analysis_wide_root_noise
+    if name == "analysisIgnorePreRootHistory":
+        return engine.analysis_ignore_pre_root_history
     return _effective(player.config, param.field)
 
 
@@ -238,6 +247,8 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
         engine.max_ponder_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
     if "analysisWideRootNoise" in parsed:  # the next analysis compiles its search
         player.analysis_wide_root_noise = parsed["analysisWideRootNoise"]
+    if "analysisIgnorePreRootHistory" in parsed:  # the next analysis shows or hides it
+        engine.analysis_ignore_pre_root_history = parsed["analysisIgnorePreRootHistory"]
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
 

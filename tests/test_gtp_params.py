@@ -326,6 +326,63 @@ def test_root_policy_temperature_is_set_as_katago_keeps_it():
     assert reply == f"? Could not set params: {message}"
 
 
+def test_analysis_hides_the_moves_before_the_position_as_katago():
+    """KataGo's ``analysisIgnorePreRootHistory`` (true): the network of ``lz-analyze`` and
+    ``kata-analyze`` sees the analysed position with no past move; false shows the game."""
+    import numpy as np
+
+    from eval.players import PolicyPlayer
+    from gojax.katago_features import forget_history
+
+    player = PolicyPlayer(reference_model(), symmetry=0)
+    server = GTPServer(Engine(player, size=9, komi=7.0, rules="chinese"), io.StringIO())
+    engine = server.engine
+    for move in ("b e5", "w c3", "b g7", "w c7", "b g3", "w e3"):
+        assert ask(server, f"play {move}") == "="
+    assert "analysisIgnorePreRootHistory" in ask(server, "kata-list-params").split()
+    assert ask(server, "kata-get-param analysisIgnorePreRootHistory") == "= true"
+
+    def priors(analysis) -> dict[int, float]:
+        return {m.action: m.prior for m in analysis.moves}
+
+    hidden = player.evaluate(forget_history(engine.state))
+    shown = player.evaluate(engine.state)
+    # The history matters to this net here, so the test tells the two apart.
+    assert abs(hidden.winrate - shown.winrate) > 1e-4, (hidden.winrate, shown.winrate)
+    analysis = next(engine.ponder())
+    assert analysis.winrate == pytest.approx(hidden.winrate, abs=1e-6)
+    assert priors(analysis) == pytest.approx(priors(hidden), abs=1e-6)
+    np.testing.assert_allclose(analysis.ownership, hidden.ownership, atol=1e-6)
+    assert ask(server, 'kata-set-params {"analysisIgnorePreRootHistory": false}') == "="
+    assert ask(server, "kata-get-param analysisIgnorePreRootHistory") == "= false"
+    analysis = next(engine.ponder())
+    assert analysis.winrate == pytest.approx(shown.winrate, abs=1e-6)
+    assert priors(analysis) == pytest.approx(priors(shown), abs=1e-6)
+    reply = ask(server, "kata-set-param analysisIgnorePreRootHistory yes")
+    assert reply.endswith("analysisIgnorePreRootHistory must be true or false, not 'yes'")
+    assert engine.analysis_ignore_pre_root_history is False
+    # Without a network there is nothing to hide.
+    assert "analysisIgnorePreRootHistory" not in ask(uct_server(), "kata-list-params")
+
+
+@pytest.mark.parametrize("hide", [True, False])
+def test_a_move_goes_on_from_the_pondered_tree_only_if_it_saw_the_game(hide):
+    """A tree pondered on the position with its history hidden was searched with other
+    inputs than a move's: ``genmove`` starts afresh (as KataGo's GTP engine, switching
+    between analysing and moving); with the history shown it goes on from it."""
+    server = katago_server(visits=8)
+    engine, player = server.engine, server.engine.player
+    for move in ("b c3", "w d3"):
+        assert ask(server, f"play {move}") == "="
+    settings = {"maxVisitsPondering": 40, "analysisIgnorePreRootHistory": hide}
+    assert ask(server, f"kata-set-params {json.dumps(settings)}") == "="
+    *_, last = (a for a, _ in zip(engine.ponder(), range(12), strict=False))
+    assert last.visits == 40
+    assert (int(player._root.recent_moves[0]) == -1) == hide  # the root searched
+    visits = sum(searched(ask(server, "kata-genmove_analyze b")).values())
+    assert visits == (8 if hide else 39), visits  # a move's search, or the pondered tree's
+
+
 @pytest.mark.parametrize("search", ["puct", "gumbel"])
 def test_katago_only_parameters_are_refused_for_other_searches(search):
     player = SearchPlayer(reference_model(), visits=8, search=search, symmetry=0)
