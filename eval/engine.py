@@ -299,6 +299,8 @@ class Engine:
         # KataGo's analysisIgnorePreRootHistory: the network of an analysis (ponder)
         # sees no move before the analysed position.
         self.analysis_ignore_pre_root_history = True
+        # KataGo's ponderingEnabled: a search player thinks on the opponent's time.
+        self.pondering = False
         self.lag = float(lag)
         self._key = jax.random.key(seed)
         self._calls = 0
@@ -357,8 +359,22 @@ class Engine:
         self.moves: list[Move] = []
         key = (self.size, self.rules)
         if key not in self._warm and not self._no_warmup:
-            self.player.warmup(self.state)
+            self._warm_player()
             self._warm.add(key)
+
+    def _warm_player(self) -> None:
+        """Compile and time the player's search for the game in progress, and what it
+        ponders with when pondering is on."""
+        self.player.warmup(self.state)
+        if self.pondering:
+            self.warm_pondering()
+
+    def warm_pondering(self) -> None:
+        """Compile what :meth:`think_ahead` runs, so that a ``genmove`` arriving while it
+        runs does not wait for a compilation."""
+        warm = getattr(self.player, "warmup_thinking", None)
+        if warm is not None:
+            warm(self.state)
 
     def set_komi(self, komi: float) -> None:
         """GTP ``komi``: changes the count of the game in progress."""
@@ -567,6 +583,19 @@ class Engine:
             state = _forget_history(state)
         return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
+    def think_ahead(self, stop: threading.Event) -> None:
+        """KataGo's pondering: grow the player's tree of the position to play (the
+        opponent's move, after a ``genmove``) until ``stop`` is set, the tree has
+        ``ponder_visits`` root visits or ``max_ponder_time`` passed; the next
+        ``genmove`` goes on from it. Nothing before the first move, after the game
+        ended, or for a player without a tree to grow."""
+        think = getattr(self.player, "think", None)
+        if think is None or not self.moves or bool(self.state.terminated):
+            return
+        deadline = time.monotonic() + self.max_ponder_time
+        state = self._state_for(self.to_play)  # as the genmove will search it
+        think(state, key=self._next_key(), stop=stop, deadline=deadline)
+
     def network(self) -> Any:
         """The player's network (a ``KataGoModel`` or ``TrainedModel``), or None for a
         player without one (UCT's rollout weights travel as ``variables`` but are no net)."""
@@ -619,7 +648,7 @@ class Engine:
     def warm_again(self) -> None:
         """Compile and time the player's search again for the game in progress (after
         its search changed) and forget the other sizes and rules it was warmed for."""
-        self.player.warmup(self.state)
+        self._warm_player()
         self._warm = {(self.size, self.rules)}
 
     def genmove(

@@ -391,6 +391,27 @@ class _Search(threading.Thread):
         self.join()
 
 
+class _Ponder(threading.Thread):
+    """KataGo's pondering: the engine thinks on the opponent's time
+    (:meth:`Engine.think_ahead`) until stopped; it writes nothing."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(daemon=True, name="gtp-ponder")
+        self.engine = engine
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.engine.think_ahead(self.stop_event)
+        except Exception as err:  # a failed ponder costs the tree, never the server
+            print(f"gojax gtp: pondering stopped: {err!r}", file=sys.stderr)
+
+    def stop(self) -> None:
+        """Stop thinking (after the part of the search running) and wait for it."""
+        self.stop_event.set()
+        self.join()
+
+
 class GTPServer:
     """A GTP v2 session over text streams.
 
@@ -408,6 +429,7 @@ class GTPServer:
         self._lock = threading.Lock()
         self._analysis: _Analysis | None = None
         self._search: _Search | None = None
+        self._ponder: _Ponder | None = None
         self.commands: dict[str, Callable[[list[str], str], str | None]] = {
             "protocol_version": lambda args, _id: "2",
             "name": lambda args, _id: self.name,
@@ -479,13 +501,16 @@ class GTPServer:
         """Answer every line of ``lines`` until ``quit`` or the end of the input."""
         try:
             for raw in lines:
-                # Any input ends a running analysis or cancellable search, a blank line
-                # included (KataGo).
+                # Any input ends a running analysis, cancellable search or pondering, a
+                # blank line included (KataGo).
+                self._stop_pondering()
                 self._stop_analysis()
                 self._stop_search()
                 if not self.handle(raw):
                     break
+                self._start_pondering()
         finally:
+            self._stop_pondering()
             self._stop_analysis()
             self._stop_search()
 
@@ -503,6 +528,19 @@ class GTPServer:
         if self._search is not None:
             self._search.stop()  # its reply is written before the next command's
             self._search = None
+
+    def _stop_pondering(self) -> None:
+        if self._ponder is not None:
+            self._ponder.stop()
+            self._ponder = None
+
+    def _start_pondering(self) -> None:
+        """With ``ponderingEnabled``, think until the next line, unless a command's own
+        search or analysis is running (as KataGo: after every command, once the game
+        has moves; the engine keeps the tree between them)."""
+        if self.engine.pondering and self._analysis is None and self._search is None:
+            self._ponder = _Ponder(self.engine)
+            self._ponder.start()
 
     def _start_search(self, ident: str, work: Callable[[threading.Event], str | None]) -> None:
         """Answer with ``work(stop)`` on a thread that the next input line stops."""

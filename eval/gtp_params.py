@@ -15,6 +15,10 @@ for the player it runs:
   (the root visits ``lz-analyze``/``kata-analyze`` grow their search to,
   ``--ponder-visits``; at least a move's) and ``maxTimePondering`` (seconds
   they grow it for);
+* PUCT, KataGo's PUCT and UCT: ``ponderingEnabled`` (KataGo's false: when
+  true, the engine goes on searching the position after each command, on the
+  opponent's time, until the next command arrives, to the same bounds as
+  ``lz-analyze``; the next ``genmove`` goes on from that tree);
 * PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
 * PUCT and KataGo's PUCT: ``rootPolicyTemperature``,
   ``rootPolicyTemperatureEarly``, ``chosenMoveTemperatureHalflife``; and
@@ -123,6 +127,8 @@ PARAMS: dict[str, Param] = {
     "analysisWideRootNoise": Param(
         _number(*KATAGO_PUCT_RANGES["wide_root_noise"]), kinds=("katago",)
     ),
+    # Think on the opponent's time (after each move, until the next command).
+    "ponderingEnabled": Param(_boolean, kinds=("puct", "katago", "uct")),
     # Whether the network of an analysis sees the moves before the analysed position.
     "analysisIgnorePreRootHistory": Param(_boolean, kinds=(), network=True),
 }
@@ -181,6 +187,8 @@ def value(engine: Engine, name: str) -> Any:
         return min(engine.max_ponder_time, NO_TIME_LIMIT)
     if name == "analysisWideRootNoise":
         return player.analysis_wide_root_noise
+    if name == "ponderingEnabled":
+        return engine.pondering
     if name == "analysisIgnorePreRootHistory":
         return engine.analysis_ignore_pre_root_history
     return _effective(player.config, param.field)
@@ -235,8 +243,6 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
             player.set_search(visits, **fields)
         except ValueError as error:
             raise ParamError(f"Could not set params: {error}") from None
-        if warm:
-            engine.warm_again()
     if "maxTime" in parsed:
         seconds = parsed["maxTime"]
         engine.max_time = math.inf if seconds >= NO_TIME_LIMIT else seconds
@@ -251,6 +257,13 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
         engine.analysis_ignore_pre_root_history = parsed["analysisIgnorePreRootHistory"]
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
+    pondering_from = engine.pondering
+    if "ponderingEnabled" in parsed:
+        engine.pondering = parsed["ponderingEnabled"]
+    if warm and changes_search:
+        engine.warm_again()  # the search, and the pondering if on
+    elif warm and engine.pondering and (not pondering_from or "maxVisitsPondering" in parsed):
+        engine.warm_pondering()  # a new pondering search: compiled now, not mid-game
 
 
 def settings_from_text(text: str) -> dict[str, str]:

@@ -711,11 +711,15 @@ class SearchPlayer:
         )
         return self._kept_analysis(state, result, plies, key_eval)
 
-    def _kept_analysis(self, state: GoState, result: Any, plies: np.ndarray, key) -> Analysis:
-        """Keep a search's tree for the next search (unless moves were kept out of it: it
-        is not continued then) and return its analysis."""
+    def _keep(self, state: GoState, tree: Any, plies: np.ndarray) -> None:
+        """Keep a search's tree of ``state`` for the next search, unless moves were kept
+        out of it (``plies``) or it is Gumbel's: neither is continued."""
         keep = not np.any(plies) and self.config.kind != "gumbel"
-        self._tree, self._root = (result.tree, state) if keep else (None, None)
+        self._tree, self._root = (tree, state) if keep else (None, None)
+
+    def _kept_analysis(self, state: GoState, result: Any, plies: np.ndarray, key) -> Analysis:
+        """Keep a search's tree for the next search and return its analysis."""
+        self._keep(state, result.tree, plies)
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key)
@@ -741,8 +745,8 @@ class SearchPlayer:
     ) -> Iterator[Callable[[], Analysis]]:
         """One search of ``state`` (``config``) from the tree kept for it up to ``target``
         root visits, in parts of ``step`` visits that resume it (``gojax.search.search``:
-        together they are the search run at once); after each part, the analysis of
-        the search so far, to take or not."""
+        together they are the search run at once), each kept (:meth:`_keep`) as it
+        ends; after each part, the analysis of the search so far, to take or not."""
         tree = self._start_tree(state)
         plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
         done = 1 if tree is None else max(1, int(tree.node_visits[0, 0]))
@@ -761,6 +765,7 @@ class SearchPlayer:
                 resume=resume,
             )
             tree, resume, part = result.tree, True, part + 1
+            self._keep(state, tree, plies)
             done = max(goal, int(result.tree.node_visits[0, 0]))
             yield functools.partial(self._kept_analysis, state, result, plies, key_eval)
             if done >= target:
@@ -778,6 +783,37 @@ class SearchPlayer:
         step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
         for analysis in self._parts(state, key, avoid, config, self.ponder_visits, step):
             yield analysis()
+
+    def _thinking(self, state: GoState, key: jax.Array) -> Iterator[Callable[[], Analysis]]:
+        """The parts of a search of ``state`` as a move's (its own settings, the game's
+        history seen) grown to ``ponder_visits`` root visits, each a
+        ``STOPPABLE_PARTS``-th of a move's visits, so that a stop waits little."""
+        config = dataclasses.replace(self.config, num_simulations=self.ponder_visits - 1)
+        step = max(1, (self.visits + 1) // STOPPABLE_PARTS)
+        return self._parts(state, key, None, config, self.ponder_visits, step)
+
+    def think(
+        self, state: GoState, *, key: jax.Array, stop: threading.Event, deadline=None
+    ) -> None:
+        """KataGo's pondering (``ponderingEnabled``): grow the kept tree of ``state``
+        while the opponent thinks, until ``stop`` is set, ``deadline`` passes or the
+        root has ``ponder_visits`` visits; a later move's search of ``state``, or of a
+        position after it, goes on from the tree. Gumbel keeps no tree: nothing."""
+        if self.config.kind == "gumbel" or self.visits == 0:
+            return
+        for _ in self._thinking(state, key):
+            if stop.is_set() or (deadline is not None and _now() >= deadline):
+                return
+
+    def warmup_thinking(self, state: GoState) -> None:
+        """Compile what :meth:`think` runs (a first part and a resumed one)."""
+        if self.config.kind == "gumbel" or self.visits == 0:
+            return
+        self.new_game()
+        parts = self._thinking(_live(state), jax.random.key(0))
+        next(parts)
+        next(parts, None)
+        self.new_game()
 
     def _stoppable(
         self, state: GoState, key: jax.Array, avoid, stop: threading.Event, deadline, target: int

@@ -59,6 +59,7 @@ def test_the_parameters_a_player_honours():
         "useLcbForSelection",
         "chosenMoveTemperature",
         "chosenMoveTemperatureEarly",
+        "ponderingEnabled",
     ]
     params = json.loads(ask(uct, "kata-get-params")[2:])
     assert params == {
@@ -70,6 +71,7 @@ def test_the_parameters_a_player_honours():
         "useLcbForSelection": False,
         "chosenMoveTemperature": 0.0,  # the best move
         "chosenMoveTemperatureEarly": 0.0,
+        "ponderingEnabled": False,  # KataGo's default
     }
     assert ask(uct, "kata-get-param maxTime") == "= 1e+20"
     for server in (plain, uct):
