@@ -133,6 +133,19 @@ def _args(args: list[str], count: int) -> list[str]:
     return args
 
 
+# ``kata-analyze``'s true/false keys (KataGo's names) and the options they set.
+_SWITCHES = {
+    "ownership": "ownership",
+    "ownershipStdev": "ownership_stdev",
+    "movesOwnership": "moves_ownership",
+    "movesOwnershipStdev": "moves_ownership_stdev",
+    "rootInfo": "root_info",
+    "pvVisits": "pv_visits",
+    "pvEdgeVisits": "pv_edge_visits",
+    "noResultValue": "no_result_value",
+}
+
+
 class AnalyzeOptions:
     """Arguments of ``lz-analyze``/``kata-analyze`` and their genmove forms."""
 
@@ -142,7 +155,11 @@ class AnalyzeOptions:
         self.ownership = False
         self.root_info = False
         self.pv_visits = False
+        self.pv_edge_visits = False
         self.ownership_stdev = False
+        self.moves_ownership = False
+        self.moves_ownership_stdev = False
+        self.no_result_value = False
         self.min_moves = 0
         self.max_moves = 1_000_000
         self.avoid: np.ndarray | None = None  # [2, A] plies, as gojax.search.search's
@@ -177,17 +194,10 @@ class AnalyzeOptions:
             value = rest.pop(0)
             if key == "interval":
                 opts.interval = _int(value, 0) / 100
-            elif key in ("ownership", "rootInfo", "ownershipStdev", "movesOwnership", "pvVisits"):
+            elif key in _SWITCHES:
                 if value not in ("true", "false"):
                     raise GTPError("syntax error")
-                if key == "ownership":
-                    opts.ownership = value == "true"
-                elif key == "rootInfo":
-                    opts.root_info = value == "true"
-                elif key == "pvVisits":
-                    opts.pv_visits = value == "true"
-                elif key == "ownershipStdev":
-                    opts.ownership_stdev = value == "true"
+                setattr(opts, _SWITCHES[key], value == "true")
             elif key == "minmoves":
                 opts.min_moves = _int(value, 0)
             elif key == "maxmoves":
@@ -214,42 +224,73 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
     """One analysis report line in Leela Zero's (``lz``) or KataGo's (``kata``) format.
 
     ``lz``: win rate, prior and lcb as integers in 0..10000. ``kata``: floats,
-    scores in points; ``ownership`` (``[P]`` values, row-major from the top
-    left) after the moves when asked for. All from the mover's view.
+    scores in points, KataGo's fields in its order; what the options ask for
+    (``pvVisits``, ``pvEdgeVisits``, ``noResultValue``, ``movesOwnership``,
+    ``movesOwnershipStdev``, ``rootInfo``, ``ownership``, ``ownershipStdev``).
+    Boards are ``[P]`` values, row-major from the top left. All from the mover's
+    view. Every visit weighs the same in gojax's searches: a move's ``weight`` is
+    its visits, and without graph search its ``edgeVisits`` and ``pvEdgeVisits``
+    are its visits and ``pvVisits``.
     """
+    listed = analysis.moves[: max(opts.max_moves, 1)]
+    per_move = opts.moves_ownership or opts.moves_ownership_stdev
+    if kata and per_move and analysis.moves_ownership is not None:
+        moves_means, moves_stdevs = analysis.moves_ownership()
+    else:  # one evaluation: no subtree below any move, so nothing to print
+        per_move = False
     parts = []
-    for info in analysis.moves[: max(opts.max_moves, 1)]:
+    for k, info in enumerate(listed):
         vertex = action_to_gtp(info.action, size)
         pv = " ".join(action_to_gtp(a, size) for a in info.pv)
-        if kata:
-            utility = 2 * info.winrate - 1
-            parts.append(
-                f"info move {vertex} visits {info.visits} utility {_fmt(utility)} "
-                f"winrate {_fmt(info.winrate)} scoreMean {_fmt(info.score_lead)} "
-                f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {_fmt(info.score_lead)} "
-                f"scoreSelfplay {_fmt(info.score_lead)} prior {_fmt(info.prior)} "
-                f"lcb {_fmt(info.lcb)} utilityLcb {_fmt(2 * info.lcb - 1)} "
-                f"order {info.order} pv {pv}"
-                + (f" pvVisits {' '.join(map(str, info.pv_visits))}" if opts.pv_visits else "")
-            )
-        else:
+        if not kata:
             parts.append(
                 f"info move {vertex} visits {info.visits} "
                 f"winrate {_per10000(info.winrate)} prior {_per10000(info.prior)} "
                 f"lcb {_per10000(info.lcb)} order {info.order} pv {pv}"
             )
+            continue
+        utility = 2 * info.winrate - 1
+        fields = [
+            f"info move {vertex} visits {info.visits} edgeVisits {info.visits}",
+            f"utility {_fmt(utility)} winrate {_fmt(info.winrate)}",
+            f"scoreMean {_fmt(info.score_lead)} scoreStdev {_fmt(analysis.score_stdev)}",
+            f"scoreLead {_fmt(info.score_lead)} scoreSelfplay {_fmt(info.score_lead)}",
+        ]
+        if opts.no_result_value:
+            fields.append(f"noResultValue {_fmt(info.no_result)}")
+        fields += [
+            f"prior {_fmt(info.prior)} lcb {_fmt(info.lcb)} utilityLcb {_fmt(2 * info.lcb - 1)}",
+            f"weight {info.visits} order {info.order} pv {pv}",
+        ]
+        visits_along = " ".join(map(str, info.pv_visits))
+        if opts.pv_visits:
+            fields.append(f"pvVisits {visits_along}")
+        if opts.pv_edge_visits:
+            fields.append(f"pvEdgeVisits {visits_along}")
+        if per_move and opts.moves_ownership:
+            fields.append("movesOwnership " + _board_values(moves_means[k]))
+        if per_move and opts.moves_ownership_stdev:
+            fields.append("movesOwnershipStdev " + _board_values(moves_stdevs[k]))
+        parts.append(" ".join(fields))
     if kata and opts.root_info:
+        lead = _fmt(analysis.score_lead)
         parts.append(
-            f"rootInfo visits {analysis.visits} winrate {_fmt(analysis.winrate)} "
-            f"scoreLead {_fmt(analysis.score_lead)} utility {_fmt(2 * analysis.winrate - 1)}"
+            f"rootInfo visits {analysis.visits} utility {_fmt(2 * analysis.winrate - 1)} "
+            f"winrate {_fmt(analysis.winrate)} scoreMean {lead} "
+            f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {lead} scoreSelfplay {lead} "
+            f"weight {analysis.visits}"
         )
     if kata and opts.ownership:
-        parts.append("ownership " + " ".join(_fmt(float(x)) for x in analysis.ownership))
+        parts.append("ownership " + _board_values(analysis.ownership))
     if kata and opts.ownership_stdev:
         spread = analysis.ownership_stdev
         spread = np.zeros_like(analysis.ownership) if spread is None else spread
-        parts.append("ownershipStdev " + " ".join(_fmt(float(x)) for x in spread))
+        parts.append("ownershipStdev " + _board_values(spread))
     return " ".join(parts)
+
+
+def _board_values(values: np.ndarray) -> str:
+    return " ".join(_fmt(float(x)) for x in values)
 
 
 # ``kata-raw-nn``'s single numbers: (KataGo's key, ``gojax.evaluate``'s output, format).

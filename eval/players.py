@@ -145,6 +145,9 @@ class MoveInfo:
     order: int  # rank: 0 is the move genmove plays
     pv: tuple[int, ...]  # principal variation starting with ``action``
     pv_visits: tuple[int, ...] = ()  # visits of each edge along ``pv``
+    # the chance of no result after this move, by the network (the position's own for
+    # a one-evaluation analysis), as KataGo's analysis engine reports noResultValue
+    no_result: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +163,13 @@ class Analysis:
     # [P] its standard deviation over the search's evaluations (KataGo's ownershipStdev;
     # 0 for one evaluation); None where the search did not keep its nodes' ownership
     ownership_stdev: np.ndarray | None = None
+    # () -> ([K, P], [K, P]): each of ``moves``' mean ownership over the evaluations
+    # below it and their standard deviation (KataGo's movesOwnership and
+    # movesOwnershipStdev), worked out when asked for; None for one evaluation or a
+    # search that kept no ownership
+    moves_ownership: Callable[[], tuple[np.ndarray, np.ndarray]] | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def best(self) -> MoveInfo:
@@ -262,6 +272,7 @@ def _policy_analysis(
     max_moves: int = 20,
     min_prior: float = 1e-3,
     allowed: np.ndarray | None = None,
+    no_result: float = 0.0,
 ) -> Analysis:
     """The analysis of one network evaluation: moves by prior, ``chosen`` first with 1 visit.
 
@@ -292,6 +303,7 @@ def _policy_analysis(
             order=i,
             pv=(a,),
             pv_visits=(1 if a == chosen else 0,),
+            no_result=no_result,
         )
         for i, a in enumerate(keep)
     )
@@ -377,6 +389,7 @@ class PolicyPlayer(_OneShotPlayer):
             float(out["score_stdev"]),
             ownership.astype(np.float32),
             allowed=allowed,
+            no_result=float(out["no_result"]),
         )
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -687,6 +700,7 @@ class SearchPlayer:
             float(out["score_stdev"][0]),
             (out["white_ownership"][0] * -mover).astype(np.float32),
             allowed=allowed,
+            no_result=float(out["no_result"][0]),
         )
 
     def _visits_that_fit(self, left: float, needed: float) -> int:
@@ -1130,12 +1144,27 @@ def search_analysis(
             order=i,
             pv=(pv := tuple(principal_variation(host.tree, index, a, pv_length))),
             pv_visits=pv_visits(host.tree, index, pv),
+            no_result=float(out["no_result"][1 + i]),
         )
         for i, a in enumerate(listed)
     )
     root_value = float(np.clip(host.root_value[index], -1.0, 1.0))
     # The tree's mean ownership where the search kept it (KataGo's), else the root's own.
     tracked = host.ownership.shape[-1] > 0
+    nodes_tracked = host.tree.raw_ownership.shape[-1] > 0
+
+    @functools.cache
+    def moves_ownership() -> tuple[np.ndarray, np.ndarray]:
+        from gojax._tree_reuse import subtree_ownership
+
+        means, stdevs = subtree_ownership(host.tree, index, listed)  # Black's view
+        # A move never searched: the network's view of the position after it.
+        after = -out["white_ownership"][1 : 1 + len(listed)]
+        searched = np.all(np.isfinite(means), axis=1, keepdims=True)
+        means = np.where(searched, means, after) * mover
+        stdevs = np.where(searched, stdevs, 0.0)
+        return means.astype(np.float32), stdevs.astype(np.float32)
+
     root_ownership = host.ownership[index] if tracked else -out["white_ownership"][0]
     return Analysis(
         moves=moves,
@@ -1145,6 +1174,7 @@ def search_analysis(
         score_stdev=_finite(float(out["score_stdev"][0])),
         ownership=(root_ownership * mover).astype(np.float32),
         ownership_stdev=host.ownership_stdev[index] if tracked else None,
+        moves_ownership=moves_ownership if nodes_tracked else None,
     )
 
 

@@ -420,3 +420,52 @@ def test_override_config_sets_parameters_at_start_and_warms_up_once(monkeypatch)
         flags = gtp_flags("--player", "uct", "--size", "5", "--override-config", text)
         with pytest.raises(ValueError, match=message):
             make_engine(argparse.Namespace(**flags))
+
+
+def test_kata_analyze_reports_each_moves_ownership_as_katago():
+    """``movesOwnership``: the mean ownership of the evaluations below each move, so that
+    the visits-weighted moves' means and the root's own evaluation make the root's
+    ``ownership`` (KataGo's tree average); with the other keys KataGo's GTP accepts."""
+    import numpy as np
+
+    server = katago_server(visits=8)
+    engine, player = server.engine, server.engine.player
+    for move in ("b c3", "w d3"):
+        assert ask(server, f"play {move}") == "="
+    before = engine.state
+    keys = (
+        "movesOwnership true movesOwnershipStdev true pvVisits true pvEdgeVisits true "
+        "noResultValue true rootInfo true ownership true"
+    )
+    reply = ask(server, f"kata-search_analyze b {keys}")
+    line = reply.split("\n")[-2]
+    infos = re.findall(r"info (.*?)(?= info | rootInfo )", line)
+    root_visits = int(re.search(r"rootInfo visits (\d+) .* weight (\d+)", line)[1])
+    assert root_visits == 9
+    root = np.array(line.split(" ownership ")[1].split(), float)
+    assert root.shape == (25,)
+    weighted = np.zeros(25)
+    for info in infos:
+        visits = int(re.search(r"visits (\d+) edgeVisits (\d+)", info)[1])
+        assert re.search(r" weight (\d+) ", info)[1] == str(visits)
+        pv_visits = re.search(r" pvVisits ([\d ]+?) pvEdgeVisits ([\d ]+?) movesOwnership", info)
+        assert pv_visits[1] == pv_visits[2]
+        assert 0.0 <= float(re.search(r"noResultValue (\S+)", info)[1]) <= 1.0
+        means = np.array(
+            info.split(" movesOwnership ")[1].split(" movesOwnershipStdev ")[0].split(), float
+        )
+        stdevs = np.array(info.split(" movesOwnershipStdev ")[1].split(), float)
+        assert means.shape == stdevs.shape == (25,)
+        assert np.all(np.abs(means) <= 1) and np.all(stdevs >= 0)
+        if visits == 1:
+            assert np.all(stdevs == 0)  # one evaluation has no spread
+        weighted += visits * means
+    assert sum(int(re.search(r"visits (\d+)", i)[1]) for i in infos) == 8
+    own = player.evaluate(before).ownership  # the root's own evaluation, mover's view
+    np.testing.assert_allclose(9 * root - weighted, own, atol=2e-4)
+    # The network alone has no subtree below a move: the key prints nothing.
+    from eval.players import PolicyPlayer
+
+    policy = Engine(PolicyPlayer(reference_model(), symmetry=0), size=5, komi=0.5, rules="chinese")
+    reply = ask(GTPServer(policy, io.StringIO()), "kata-genmove_analyze b movesOwnership true")
+    assert "movesOwnership" not in reply and "info move" in reply
