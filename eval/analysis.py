@@ -66,7 +66,6 @@ from eval.players import (
 from eval.replay_cache import ReplayCache, moves_key
 from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
 from gojax._coords import action_to_gtp
-from gojax._tree_reuse import subtree_ownership
 from gojax.katago_features import forget_history
 
 # ----------------------------------------------------------------------------
@@ -445,9 +444,10 @@ class _Result:
     out: dict[str, np.ndarray]  # network outputs, row 0 the root, row 1 + i after move i
     mover: int
     searched: bool  # whether out has a row per listed move
-    moves_ownership: np.ndarray | None = None  # [K, P] Black's view: each listed move's
-    #   subtree mean (NaN where unsearched); None: the position after the move, from ``out``
-    moves_ownership_stdev: np.ndarray | None = None  # [K, P] their standard deviations
+    # [K, P] the mover's view: each listed move's subtree mean and its standard deviation
+    # (``Analysis.moves_ownership``); None: one evaluation, the position's own from ``out``
+    moves_ownership: np.ndarray | None = None
+    moves_ownership_stdev: np.ndarray | None = None
 
 
 def _wants_ownership(query: Query) -> bool:
@@ -510,16 +510,13 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
         if query.include_no_result_value:
             infos[-1]["noResultValue"] = _num(out["no_result"][row])
         if query.include_moves_ownership:
-            ownership = out["white_ownership"][row] * -mover
-            means = result.moves_ownership
-            if means is not None and np.all(np.isfinite(means[i])):
-                ownership = means[i] * mover  # the move's subtree, as KataGo's
+            means = result.moves_ownership  # the move's subtree, as KataGo's
+            ownership = out["white_ownership"][row] * -mover if means is None else means[i]
             infos[-1]["ownership"] = _round(ownership if keep else -ownership).tolist()
         if query.include_moves_ownership_stdev:
             stdevs = result.moves_ownership_stdev
-            found = stdevs is not None and np.all(np.isfinite(stdevs[i]))
-            # One evaluation (one visit, or the network alone) has no spread.
-            spread = stdevs[i] if found else np.zeros(size * size, np.float32)
+            # One evaluation (the network alone) has no spread.
+            spread = np.zeros(size * size, np.float32) if stdevs is None else stdevs[i]
             infos[-1]["ownershipStdev"] = _round(spread).tolist()
     analysis = result.analysis
     raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
@@ -1229,8 +1226,7 @@ class AnalysisEngine:
             analysis = search_analysis(host, i, moves, row, movers[i], pv_length=pv_lengths[i] + 1)
             means = stdevs = None
             if moves_ownership:
-                actions = [m.action for m in analysis.moves]
-                means, stdevs = subtree_ownership(host.tree, i, actions)
+                means, stdevs = analysis.moves_ownership()
             results.append(
                 _Result(
                     analysis,

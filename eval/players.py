@@ -723,7 +723,8 @@ class SearchPlayer:
         result = self._search(
             self.model.variables, _batch(state), key_search, self.config, tree, plies[None], **stop
         )
-        return self._kept_analysis(state, result, plies, key_eval)
+        self._keep(state, result.tree, plies)
+        return self._result_analysis(state, result, key_eval)
 
     def _keep(self, state: GoState, tree: Any, plies: np.ndarray) -> None:
         """Keep a search's tree of ``state`` for the next search, unless moves were kept
@@ -731,9 +732,8 @@ class SearchPlayer:
         keep = not np.any(plies) and self.config.kind != "gumbel"
         self._tree, self._root = (tree, state) if keep else (None, None)
 
-    def _kept_analysis(self, state: GoState, result: Any, plies: np.ndarray, key) -> Analysis:
-        """Keep a search's tree for the next search and return its analysis."""
-        self._keep(state, result.tree, plies)
+    def _result_analysis(self, state: GoState, result: Any, key) -> Analysis:
+        """The analysis of a search of ``state`` (its ``SearchOutput``)."""
         host = jax.device_get(result)
         listed = listed_actions(host, 0, self.max_listed)
         out = self._evaluations(state, listed, key)
@@ -781,7 +781,7 @@ class SearchPlayer:
             tree, resume, part = result.tree, True, part + 1
             self._keep(state, tree, plies)
             done = max(goal, int(result.tree.node_visits[0, 0]))
-            yield functools.partial(self._kept_analysis, state, result, plies, key_eval)
+            yield functools.partial(self._result_analysis, state, result, key_eval)
             if done >= target:
                 return
 
