@@ -257,9 +257,12 @@ def _game_key(query: Query) -> tuple:
 
 
 class _Ends(NamedTuple):
-    """What ``principal_variation`` reads of the tree's states: which nodes end the game."""
+    """What the host reads of the tree's states: which nodes end the game
+    (``principal_variation``) and who is to move at each (whose view a node's scores
+    take, ``subtree_score_distributions``)."""
 
     terminated: jax.Array  # [B, N] bool
+    to_play: jax.Array  # [B, N] int8
 
 
 def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
@@ -311,7 +314,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         # (the root's mean is ``result.ownership``).
         nodes_ownership = result.tree.raw_ownership
         tree = result.tree.replace(
-            embeddings=_Ends(result.tree.embeddings.terminated),
+            embeddings=_Ends(result.tree.embeddings.terminated, result.tree.embeddings.to_play),
             children_prior_logits=result.tree.children_prior_logits[:, :1],
             raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
         )
@@ -481,7 +484,7 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
     def rate(x):  # a probability from the mover's view
         return _num(x if keep else 1.0 - x)
 
-    def points(x):  # a score from the mover's view
+    def points(x):  # a score (or a utility) from the mover's view
         return _num(x if keep else -x)
 
     infos = []
@@ -493,13 +496,19 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
                 "move": action_to_gtp(move.action, size),
                 "visits": move.visits,
                 "edgeVisits": move.visits,
+                # Every visit weighs 1 here (KataGo's weights differ only with its
+                # uncertainty-weighted playouts, which are off by default).
+                "weight": float(move.visits),
+                "edgeWeight": float(move.visits),
+                "utility": points(move.utility),
                 "winrate": rate(move.winrate),
                 "scoreLead": lead,
                 "scoreMean": lead,
-                "scoreSelfplay": points(float(out["white_score_selfplay"][row]) * -mover),
-                "scoreStdev": _num(out["score_stdev"][row]),
+                "scoreSelfplay": points(move.score_selfplay),
+                "scoreStdev": _num(move.score_stdev),
                 "prior": _num(move.prior),
                 "lcb": rate(move.lcb),
+                "utilityLcb": points(move.utility_lcb),
                 "order": move.order,
                 "pv": [action_to_gtp(a, size) for a in move.pv[: query.pv_length + 1]],
             }
@@ -508,7 +517,7 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
             infos[-1]["pvVisits"] = list(move.pv_visits[: query.pv_length + 1])
             infos[-1]["pvEdgeVisits"] = infos[-1]["pvVisits"]  # no graph search: the same
         if query.include_no_result_value:
-            infos[-1]["noResultValue"] = _num(out["no_result"][row])
+            infos[-1]["noResultValue"] = _num(move.no_result)
         if query.include_moves_ownership:
             means = result.moves_ownership  # the move's subtree, as KataGo's
             ownership = out["white_ownership"][row] * -mover if means is None else means[i]
@@ -523,9 +532,11 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
     raw_winrate = 1.0 - raw_winrate if mover == BLACK else raw_winrate
     root = {
         "visits": analysis.visits,
+        "weight": float(analysis.visits),
+        "utility": points(analysis.utility),
         "winrate": rate(analysis.winrate),
         "scoreLead": points(analysis.score_lead),
-        "scoreSelfplay": points(float(out["white_score_selfplay"][0]) * -mover),
+        "scoreSelfplay": points(analysis.score_selfplay),
         "scoreStdev": _num(analysis.score_stdev),
         "currentPlayer": "B" if mover == BLACK else "W",
         "rawWinrate": rate(raw_winrate),
@@ -1259,6 +1270,8 @@ class AnalysisEngine:
                 (row["white_ownership"][0] * -mover).astype(np.float32),
                 max_moves=self.moves_listed,
                 allowed=allowed[i],
+                no_result=float(row["no_result"][0]),
+                score_selfplay=float(row["white_score_selfplay"][0]) * -mover,
             )
             results.append(_Result(analysis, row, mover, searched=False))
         return results

@@ -249,17 +249,16 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
                 f"lcb {_per10000(info.lcb)} order {info.order} pv {pv}"
             )
             continue
-        utility = 2 * info.winrate - 1
         fields = [
             f"info move {vertex} visits {info.visits} edgeVisits {info.visits}",
-            f"utility {_fmt(utility)} winrate {_fmt(info.winrate)}",
-            f"scoreMean {_fmt(info.score_lead)} scoreStdev {_fmt(analysis.score_stdev)}",
-            f"scoreLead {_fmt(info.score_lead)} scoreSelfplay {_fmt(info.score_lead)}",
+            f"utility {_fmt(info.utility)} winrate {_fmt(info.winrate)}",
+            f"scoreMean {_fmt(info.score_lead)} scoreStdev {_fmt(info.score_stdev)}",
+            f"scoreLead {_fmt(info.score_lead)} scoreSelfplay {_fmt(info.score_selfplay)}",
         ]
         if opts.no_result_value:
             fields.append(f"noResultValue {_fmt(info.no_result)}")
         fields += [
-            f"prior {_fmt(info.prior)} lcb {_fmt(info.lcb)} utilityLcb {_fmt(2 * info.lcb - 1)}",
+            f"prior {_fmt(info.prior)} lcb {_fmt(info.lcb)} utilityLcb {_fmt(info.utility_lcb)}",
             f"weight {info.visits} order {info.order} pv {pv}",
         ]
         visits_along = " ".join(map(str, info.pv_visits))
@@ -275,10 +274,10 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
     if kata and opts.root_info:
         lead = _fmt(analysis.score_lead)
         parts.append(
-            f"rootInfo visits {analysis.visits} utility {_fmt(2 * analysis.winrate - 1)} "
+            f"rootInfo visits {analysis.visits} utility {_fmt(analysis.utility)} "
             f"winrate {_fmt(analysis.winrate)} scoreMean {lead} "
-            f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {lead} scoreSelfplay {lead} "
-            f"weight {analysis.visits}"
+            f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {lead} "
+            f"scoreSelfplay {_fmt(analysis.score_selfplay)} weight {analysis.visits}"
         )
     if kata and opts.ownership:
         parts.append("ownership " + _board_values(analysis.ownership))

@@ -148,6 +148,15 @@ class MoveInfo:
     # the chance of no result after this move, by the network (the position's own for
     # a one-evaluation analysis), as KataGo's analysis engine reports noResultValue
     no_result: float = 0.0
+    # KataGo's utility for the mover: the mean win-loss value in [-1, 1] plus, where the
+    # search weighs the score (``--search katago``), its mean score utility; and KataGo's
+    # lower confidence bound on it (the bound ``lcb`` is shown from, on the win-rate scale)
+    utility: float = 0.0
+    utility_lcb: float = 0.0
+    # the final score the evaluations below the move expect, their mean (KataGo's
+    # scoreSelfplay, where ``score_lead`` is scoreLead) and its spread (scoreStdev)
+    score_selfplay: float = 0.0
+    score_stdev: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +167,7 @@ class Analysis:
     visits: int  # root visits
     winrate: float  # root win rate, in [0, 1]
     score_lead: float  # root score lead in points
-    score_stdev: float  # predicted spread of the final score in points
+    score_stdev: float  # predicted spread of the final score in points (the search's)
     ownership: np.ndarray  # [P] float in [-1, 1], +1 = owned by the mover
     # [P] its standard deviation over the search's evaluations (KataGo's ownershipStdev;
     # 0 for one evaluation); None where the search did not keep its nodes' ownership
@@ -170,6 +179,9 @@ class Analysis:
     moves_ownership: Callable[[], tuple[np.ndarray, np.ndarray]] | None = dataclasses.field(
         default=None, repr=False, compare=False
     )
+    # the root's mean utility (see MoveInfo.utility) and mean final score (scoreSelfplay)
+    utility: float = 0.0
+    score_selfplay: float = 0.0
 
     @property
     def best(self) -> MoveInfo:
@@ -273,8 +285,12 @@ def _policy_analysis(
     min_prior: float = 1e-3,
     allowed: np.ndarray | None = None,
     no_result: float = 0.0,
+    score_selfplay: float | None = None,
 ) -> Analysis:
     """The analysis of one network evaluation: moves by prior, ``chosen`` first with 1 visit.
+
+    Every move gets the position's own numbers (no move was looked into), its utility
+    the value alone.
 
     Args:
       policy: ``[P+1]`` probabilities, pass last (0 on illegal moves).
@@ -282,7 +298,10 @@ def _policy_analysis(
       chosen: the move to put first (default: the most probable listed move).
       allowed: ``[P+1]`` bool, the only moves to list (as :func:`root_moves`); ignored
         where it leaves no legal move.
+      score_selfplay: the mean of the predicted final score (default: ``score_lead``).
     """
+    score_selfplay = score_lead if score_selfplay is None else score_selfplay
+    utility = 2.0 * winrate - 1.0
     if allowed is not None and np.any(legal & allowed):
         legal = legal & allowed
     scores = np.where(legal, policy, -1.0)
@@ -304,6 +323,10 @@ def _policy_analysis(
             pv=(a,),
             pv_visits=(1 if a == chosen else 0,),
             no_result=no_result,
+            utility=utility,
+            utility_lcb=utility if a == chosen else -1.0,
+            score_selfplay=score_selfplay,
+            score_stdev=score_stdev,
         )
         for i, a in enumerate(keep)
     )
@@ -315,6 +338,8 @@ def _policy_analysis(
         score_stdev=score_stdev,
         ownership=ownership,
         ownership_stdev=np.zeros_like(ownership),
+        utility=utility,
+        score_selfplay=score_selfplay,
     )
 
 
@@ -390,6 +415,7 @@ class PolicyPlayer(_OneShotPlayer):
             ownership.astype(np.float32),
             allowed=allowed,
             no_result=float(out["no_result"]),
+            score_selfplay=float(out["white_score_selfplay"]) * -mover,
         )
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -701,6 +727,7 @@ class SearchPlayer:
             (out["white_ownership"][0] * -mover).astype(np.float32),
             allowed=allowed,
             no_result=float(out["no_result"][0]),
+            score_selfplay=float(out["white_score_selfplay"][0]) * -mover,
         )
 
     def _visits_that_fit(self, left: float, needed: float) -> int:
@@ -1001,6 +1028,7 @@ def _uct_functions():
             "white_win": zeros + 0.5,
             "no_result": zeros,
             "white_lead": zeros,
+            "white_score_selfplay": zeros,
             "score_stdev": zeros,
             "white_ownership": jnp.zeros((rows,) + state.board.shape, jnp.float32),
         }
@@ -1104,34 +1132,55 @@ def search_analysis(
 ) -> Analysis:
     """The :class:`Analysis` of game ``index`` of a host-side ``SearchOutput``.
 
-    Win rates and score leads (the root's and each visited move's) are the
-    search's means, as KataGo reports them; ``lcb`` is KataGo's bound on them.
-    So is the root's ownership when the search kept its nodes' (``host.ownership``);
-    otherwise it is the root's own evaluation (``out``).
+    Win rates, utilities and scores (the root's and each visited move's) are the
+    search's means, as KataGo reports them; ``lcb`` and ``utility_lcb`` are KataGo's
+    bounds on them. So is the root's ownership when the search kept its nodes'
+    (``host.ownership``); otherwise it is the root's own evaluation (``out``). A move
+    never searched takes the network's numbers after it.
 
     Args:
       host: ``jax.device_get`` of a ``gojax.search.SearchOutput`` (its tree
-        needs the fields ``principal_variation`` reads and the root's prior logits).
+        needs the fields ``principal_variation`` reads, the root's prior logits and the
+        nodes' players, ``embeddings.to_play``).
       listed: the root moves to report, from :func:`listed_actions`.
       out: network outputs of the root (row 0) and of the position after each
         listed move (row ``1 + i``): ``[1 + K, ...]`` arrays, ``K >= len(listed)``.
       mover: the player to move at the root, +1 black, -1 white.
       pv_length: longest principal variation, first move included.
     """
-    from gojax.search import lower_confidence_bounds, principal_variation
+    from gojax.search import (
+        lower_confidence_bounds,
+        principal_variation,
+        subtree_score_distributions,
+    )
 
     visits = host.visit_counts[index]
     prior = np.asarray(jax.nn.softmax(host.tree.children_prior_logits[index, 0]))
     winrates = (np.clip(host.q_values[index], -1.0, 1.0) + 1.0) / 2.0
-    q, q_stdev = (np.asarray(x[index], np.float64) for x in (host.q_values, host.q_stdev))
-    # KataGo's bound on the value, on the win-rate scale; 0 without visits, as Leela Zero.
-    bounds = (lower_confidence_bounds(q, visits, q_stdev) + 1.0) / 2.0
+    utilities, q_stdev = (np.asarray(x[index], np.float64) for x in (host.utilities, host.q_stdev))
+    radius = float(host.utility_radius[index])
+    # KataGo's bound on the utility, and the win rate less its radius scaled by the value's
+    # share of the utility (KataGo's "hacked" lcb, on the win-rate scale); 0 without visits,
+    # as Leela Zero.
+    utility_bounds = lower_confidence_bounds(utilities, visits, q_stdev, radius=radius)
+    bounds = winrates - (utilities - utility_bounds) / (2.0 * radius)
     bounds = np.where(visits > 0, np.clip(bounds, 0.0, 1.0), 0.0)
+    # The score distributions below the root (row 0) and each listed move, where the
+    # network gives one; else (nets without a score head, UCT) each position's own.
+    distributed = float(out["score_stdev"][0]) > 0
+    if distributed:
+        selfplay, spread = subtree_score_distributions(host.tree, index, listed)
+    own_selfplay = out["white_score_selfplay"] * -mover
 
     def lead(i: int, a: int) -> float:  # the mover's lead after listed move i, action a
         if visits[a] > 0:  # the search's mean (0 for nets without a score head, and UCT)
             return _finite(float(host.score_values[index, a]))
         return _finite(float(out["white_lead"][1 + i]) * -mover)
+
+    def score(row: int) -> tuple[float, float]:  # (scoreSelfplay, scoreStdev) of a row
+        if distributed and np.isfinite(selfplay[row]):
+            return _finite(float(selfplay[row])), _finite(float(spread[row]))
+        return _finite(float(own_selfplay[row])), _finite(float(out["score_stdev"][row]))
 
     moves = tuple(
         MoveInfo(
@@ -1145,6 +1194,10 @@ def search_analysis(
             pv=(pv := tuple(principal_variation(host.tree, index, a, pv_length))),
             pv_visits=pv_visits(host.tree, index, pv),
             no_result=float(out["no_result"][1 + i]),
+            utility=float(utilities[a]) if visits[a] > 0 else 2.0 * float(winrates[a]) - 1.0,
+            utility_lcb=float(utility_bounds[a]),
+            score_selfplay=score(1 + i)[0],
+            score_stdev=score(1 + i)[1],
         )
         for i, a in enumerate(listed)
     )
@@ -1166,15 +1219,18 @@ def search_analysis(
         return means.astype(np.float32), stdevs.astype(np.float32)
 
     root_ownership = host.ownership[index] if tracked else -out["white_ownership"][0]
+    root_selfplay, root_spread = score(0)
     return Analysis(
         moves=moves,
         visits=int(visits.sum()) + 1,
         winrate=(root_value + 1.0) / 2.0,
         score_lead=_finite(float(host.root_score[index])),
-        score_stdev=_finite(float(out["score_stdev"][0])),
+        score_stdev=root_spread,
         ownership=(root_ownership * mover).astype(np.float32),
         ownership_stdev=host.ownership_stdev[index] if tracked else None,
         moves_ownership=moves_ownership if nodes_tracked else None,
+        utility=_finite(float(host.root_utility[index])),
+        score_selfplay=root_selfplay,
     )
 
 

@@ -159,6 +159,40 @@ def principal_variation(
     return line[:max_length]
 
 
+def _root_moves_above(tree: Tree, batch_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """``[N]`` the root move above each node of game ``batch_index`` (``Tree.NO_PARENT``
+    for the root and blank nodes) and ``[N]`` the visits that ended at each node (its own
+    evaluation's weight in a subtree's mean, as KataGo weighs it). Host, NumPy."""
+    parents = np.asarray(tree.parents[batch_index])  # [N]
+    moves = np.asarray(tree.action_from_parent[batch_index])
+    visits = np.asarray(tree.node_visits[batch_index])
+    own = (visits - np.asarray(tree.children_visits[batch_index]).sum(-1)).astype(np.float64)
+    nodes = np.arange(len(parents))
+    # Each node's ancestor among the root's children, by pointer jumping: a root child
+    # and the root (and blank nodes) point at themselves.
+    up = np.where((parents == Tree.ROOT_INDEX) | (parents < 0), nodes, parents)
+    for _ in range(max(1, (len(parents) - 1).bit_length())):
+        up = up[up]
+    below = np.where(up != Tree.ROOT_INDEX, moves[up], Tree.NO_PARENT)
+    return below, own
+
+
+def _subtree_moments(
+    below: np.ndarray, own: np.ndarray, values: np.ndarray, squares: np.ndarray, action: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of ``values [N, ...]`` over the nodes below root move ``action`` (all
+    nodes for ``Tree.NO_PARENT``), each weighted by its own visits, and the standard
+    deviation given each node's mean square ``squares``; NaN where none was visited."""
+    weight = own if action == Tree.NO_PARENT else np.where(below == action, own, 0.0)
+    total = weight.sum()
+    if total <= 0:
+        nan = np.full(values.shape[1:], np.nan)
+        return nan, nan
+    mean = np.tensordot(weight, values, axes=1) / total
+    variance = np.tensordot(weight, squares, axes=1) / total - mean**2
+    return mean, np.sqrt(np.maximum(variance, 0.0))
+
+
 def subtree_ownership(
     tree: Tree, batch_index: int, actions: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -169,28 +203,41 @@ def subtree_ownership(
     Runs on the host (NumPy); needs a tree that kept its nodes' ownership
     (``Tree.raw_ownership``).
     """
-    parents = np.asarray(tree.parents[batch_index])  # [N]
-    moves = np.asarray(tree.action_from_parent[batch_index])
+    below, own = _root_moves_above(tree, batch_index)
     ownership = np.asarray(tree.raw_ownership[batch_index], np.float64)  # [N, P]
-    visits = np.asarray(tree.node_visits[batch_index])
-    own = (visits - np.asarray(tree.children_visits[batch_index]).sum(-1)).astype(np.float64)
-    nodes = np.arange(len(parents))
-    # Each node's ancestor among the root's children, by pointer jumping: a root child
-    # and the root (and blank nodes) point at themselves.
-    up = np.where((parents == Tree.ROOT_INDEX) | (parents < 0), nodes, parents)
-    for _ in range(max(1, (len(parents) - 1).bit_length())):
-        up = up[up]
-    below = np.where(up != Tree.ROOT_INDEX, moves[up], Tree.NO_PARENT)  # [N] root move above
     means = np.full((len(actions), ownership.shape[1]), np.nan)
     stdevs = means.copy()
     for k, action in enumerate(actions):
-        weight = np.where(below == action, own, 0.0)
-        total = weight.sum()
-        if total > 0:
-            means[k] = weight @ ownership / total
-            variance = weight @ ownership**2 / total - means[k] ** 2
-            stdevs[k] = np.sqrt(np.maximum(variance, 0.0))
+        means[k], stdevs[k] = _subtree_moments(below, own, ownership, ownership**2, action)
     return means.astype(np.float32), stdevs.astype(np.float32)
+
+
+def subtree_score_distributions(
+    tree: Tree, batch_index: int, actions: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[1 + K]`` the mean final score the evaluations below the root (row 0) and below
+    each root move of ``actions`` (row ``1 + k``) expect, for the player to move at the
+    root, and ``[1 + K]`` its spread: KataGo's ``scoreSelfplay`` and ``scoreStdev`` of a
+    node, each evaluation's score distribution (``Tree.raw_score_means`` and
+    ``raw_score_stdevs``) weighted by the visits that ended there, so that the spread
+    holds both the evaluations' own and their disagreement,
+    ``sqrt(E[mean**2 + stdev**2] - E[mean]**2)``. NaN for moves never searched. Runs on
+    the host (NumPy); reads the nodes' players from ``tree.embeddings.to_play``.
+    """
+    below, own = _root_moves_above(tree, batch_index)
+    parents = np.asarray(tree.parents[batch_index])
+    to_play = np.asarray(tree.embeddings.to_play[batch_index]).astype(np.int64)
+    # A node's numbers are for the player who did not choose its move (the root's: its
+    # mover); +1 where that is the root's mover.
+    views = np.where(parents >= 0, -to_play[np.maximum(parents, 0)], to_play) * to_play[0]
+    means = np.asarray(tree.raw_score_means[batch_index], np.float64) * views
+    stdevs = np.asarray(tree.raw_score_stdevs[batch_index], np.float64)
+    rows = [Tree.NO_PARENT, *actions]
+    moments = [_subtree_moments(below, own, means, means**2 + stdevs**2, a) for a in rows]
+    return (
+        np.array([m for m, _ in moments], np.float32),
+        np.array([s for _, s in moments], np.float32),
+    )
 
 
 def _reroot(tree: Tree, action: jax.Array) -> Tree:

@@ -99,6 +99,7 @@ from gojax._tree_reuse import (
     principal_variation,
     root_stats,
     subtree_ownership,
+    subtree_score_distributions,
 )
 from gojax.evaluate import check_symmetry, evaluate, has_score_head
 
@@ -118,6 +119,7 @@ __all__ = [
     "root_stats",
     "search",
     "subtree_ownership",
+    "subtree_score_distributions",
     "tree_ownership",
     "tree_ownership_stdev",
     "uniform_evaluator",
@@ -477,6 +479,13 @@ class SearchOutput:
     #   move; 0 where unvisited, and with an evaluator without scores
     q_stdev: jax.Array  # [B, A] float32: standard deviation of the values behind q_values
     #   (of the utilities, value plus score utility, when kind="katago" weighs scores)
+    utilities: jax.Array  # [B, A] float32: root children's mean utilities for the player to
+    #   move (q_values plus KataGo's score utility when the search weighs scores, else
+    #   q_values); 0 where unvisited
+    root_utility: jax.Array  # [B] float32: the root's mean utility for the player to move
+    utility_radius: jax.Array  # [B] float32: the largest utility a visit can bring (1, plus
+    #   the score utility's weights when the search weighs scores): the scale of the
+    #   prior spread in lower_confidence_bounds
     simulations: jax.Array  # [B] int32: simulations this call ran (fewer after reuse)
     ownership: jax.Array  # [B, P] float32: the mean ownership of the tree's evaluations,
     #   Black's view (tree_ownership); [B, 0] unless the evaluator gives ownership
@@ -1499,6 +1508,7 @@ def search(
 
     stats = root_stats(tree)
     scored = outputs >= 3
+    radius = 1.0 + (config.static_score_utility + config.dynamic_score_utility) * weighs
     visits = stats.visits
     explore = states.move_number < config.temperature_moves  # [B]
     greedy = _greedy(visits, stats.q, invalid)
@@ -1520,7 +1530,6 @@ def search(
     else:
         if config.lcb_selection:
             # On the utility (the value unless the search weighs scores), KataGo's way.
-            radius = 1.0 + (config.static_score_utility + config.dynamic_score_utility) * weighs
             greedy = _lcb_choice(
                 visits,
                 stats.utility,
@@ -1563,6 +1572,9 @@ def search(
         root_score=jnp.where(scored, stats.root_score, 0.0),
         score_values=jnp.where(scored, stats.score, 0.0),
         q_stdev=stats.q_stdev,
+        utilities=stats.utility,
+        root_utility=stats.value + tree.node_score_utilities[:, Tree.ROOT_INDEX],
+        utility_radius=jnp.full((batch,), radius, jnp.float32),
         simulations=simulations,
         ownership=tree_ownership(tree),
         ownership_stdev=tree_ownership_stdev(tree),

@@ -787,11 +787,33 @@ def test_search_scores_and_win_rates_are_means_over_the_tree(search):
     rate_sum = root["rawWinrate"] + sum(m["visits"] * m["winrate"] for m in infos)
     assert root["visits"] * root["winrate"] == pytest.approx(rate_sum, abs=1e-4)
     assert root["scoreLead"] != pytest.approx(root["rawLead"], abs=1e-3)  # premise
+    # scoreSelfplay and scoreStdev: the mean and spread of the score distributions of the
+    # same evaluations, so that first and second moments add up the same way.
+    mean_sum = root["rawScoreSelfplay"] + sum(m["visits"] * m["scoreSelfplay"] for m in infos)
+    assert root["visits"] * root["scoreSelfplay"] == pytest.approx(mean_sum, abs=1e-3)
+
+    def second(x):  # E[score ** 2] of a mean and a spread
+        return x[0] ** 2 + x[1] ** 2
+
+    square_sum = second((root["rawScoreSelfplay"], root["rawScoreSelfplayStdev"])) + sum(
+        m["visits"] * second((m["scoreSelfplay"], m["scoreStdev"])) for m in infos
+    )
+    root_square = second((root["scoreSelfplay"], root["scoreStdev"]))
+    assert root["visits"] * root_square == pytest.approx(square_sum, rel=1e-4)
+    assert root["scoreStdev"] != pytest.approx(root["rawScoreSelfplayStdev"], abs=1e-3)
     for m in infos:
         # KataGo's LCB radius: at least a fifth of the widest deviation at one visit.
         assert 0.0 <= m["lcb"] <= m["winrate"]
+        assert m["utilityLcb"] <= m["utility"] and m["weight"] == m["visits"]
         if m["visits"] == 1:
             assert m["lcb"] == pytest.approx(max(0.0, m["winrate"] - 5 * 0.5 / 2), abs=1e-6)
+        if search == "puct":  # the utility is the value alone
+            assert m["utility"] == pytest.approx(2 * m["winrate"] - 1, abs=1e-6)
+    if search == "puct":
+        assert root["utility"] == pytest.approx(2 * root["winrate"] - 1, abs=1e-6)
+    if search == "katago":  # the value plus a score utility of at most 0.4
+        gaps = [m["utility"] - (2 * m["winrate"] - 1) for m in infos]
+        assert all(abs(g) < 0.4 for g in gaps) and any(abs(g) > 1e-3 for g in gaps)
 
 
 def test_searched_ownership_is_the_trees_mean_as_katagos():

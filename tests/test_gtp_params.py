@@ -422,6 +422,46 @@ def test_override_config_sets_parameters_at_start_and_warms_up_once(monkeypatch)
             make_engine(argparse.Namespace(**flags))
 
 
+def test_kata_analyze_reports_katagos_utility_and_score_spread():
+    """With KataGo's search the utility is the value plus the score utility (at most 0.4
+    off it), ``utilityLcb`` its bound and ``lcb`` the win rate less that bound's radius
+    scaled to the win-rate scale and the value's share (KataGo's); ``scoreSelfplay`` and
+    ``scoreStdev`` are each move's own, the search's means, not the root's evaluation."""
+    server = katago_server(visits=16)
+    for move in ("b c3", "w d3"):
+        assert ask(server, f"play {move}") == "="
+    line = ask(server, "kata-search_analyze b rootInfo true").split("\n")[-2]
+    fields = "visits edgeVisits utility winrate scoreMean scoreStdev scoreLead scoreSelfplay"
+    pattern = " ".join(f"{f} (\\S+)" for f in fields.split())
+    infos = [
+        dict(zip(fields.split(), map(float, m), strict=True))
+        | {k: float(v) for k, v in re.findall(r"(lcb|utilityLcb|prior) (\S+)", info)}
+        for info in re.findall(r"info move \S+ (.*?)(?= info | rootInfo )", line)
+        for m in [re.match(pattern, info).groups()]
+    ]
+    visited = [m for m in infos if m["visits"] > 0]
+    assert len(visited) >= 2
+    gaps = [m["utility"] - (2 * m["winrate"] - 1) for m in visited]
+    assert all(abs(g) < 0.4 for g in gaps) and any(abs(g) > 1e-3 for g in gaps)
+    radius = 1.0 + 0.1 + 0.3  # the value's and the score utility's weights (KataGo's)
+    for m in visited:
+        assert m["utilityLcb"] < m["utility"]
+        hacked = m["winrate"] - (m["utility"] - m["utilityLcb"]) / (2 * radius)
+        assert m["lcb"] == pytest.approx(max(0.0, hacked), abs=1e-5)
+    assert len({m["scoreStdev"] for m in visited}) > 1  # each move's own spread
+    root = re.search(r"rootInfo visits (\d+) utility (\S+) winrate (\S+)", line).groups()
+    assert int(root[0]) == 17 and abs(float(root[1]) - (2 * float(root[2]) - 1)) < 0.4
+    # Without the score utility, the utility is the value alone.
+    player = SearchPlayer(
+        reference_model(), visits=16, search="katago", symmetry=0, score_utility=False
+    )
+    plain = GTPServer(Engine(player, size=5, komi=0.5, rules="chinese"), io.StringIO())
+    line = ask(plain, "kata-search_analyze b").split("\n")[-2]
+    for info in re.findall(r"info move \S+ (.*?)(?= info |$)", line):
+        utility, winrate = map(float, re.search(r"utility (\S+) winrate (\S+)", info).groups())
+        assert utility == pytest.approx(2 * winrate - 1, abs=1e-5)
+
+
 def test_kata_analyze_reports_each_moves_ownership_as_katago():
     """``movesOwnership``: the mean ownership of the evaluations below each move, so that
     the visits-weighted moves' means and the root's own evaluation make the root's

@@ -9,6 +9,7 @@ position, plus everything backed up through its children).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -21,7 +22,14 @@ from test_search_scores import _formula
 
 import gojax
 from gojax import _utility
-from gojax.search import SearchConfig, _rescored, reuse_subtree, root_score_means, root_stats
+from gojax.search import (
+    SearchConfig,
+    _rescored,
+    reuse_subtree,
+    root_score_means,
+    root_stats,
+    subtree_score_distributions,
+)
 
 
 def _distribution(states: gojax.GoState):
@@ -167,6 +175,44 @@ def _mean_score_mean(tree, game: int) -> float:
         return own * mean[node] - sum(total(k) for k in kids)
 
     return total(0) / t.node_visits[0]
+
+
+def _score_moments(t, mean, stdev, node: int) -> np.ndarray:
+    """``[visits, sum of score means, sum of mean**2 + stdev**2]`` of the evaluations below
+    ``node`` by recursion, for its own player (means negated once per ply)."""
+    kids = t.children_index[node][t.children_index[node] >= 0].astype(int)
+    own = t.node_visits[node] - sum(t.node_visits[k] for k in kids)
+    below = sum((_score_moments(t, mean, stdev, k) for k in kids), np.zeros(3)) * [1, -1, 1]
+    return own * np.array([1, mean[node], mean[node] ** 2 + stdev[node] ** 2]) + below
+
+
+def test_score_distributions_below_each_move_are_recursive_means():
+    """``subtree_score_distributions``: below the root and below each root move, the mean
+    scoreMean of the evaluations (recomputed from the positions, finished games their
+    count) and the spread ``sqrt(E[mean**2 + stdev**2] - E[mean]**2)``, KataGo's
+    scoreSelfplay and scoreStdev, for the root's mover; and the search's utilities."""
+    states = batch(gojax.new_game(5, komi=0.5, max_moves=6), 2)
+    states = states.replace(to_play=states.to_play.at[1].set(-1))  # White to move in game 1
+    config = SearchConfig(kind="katago", num_simulations=48, temperature_moves=0)
+    out = searcher(distribution_evaluator, config)(states, jax.random.key(3))
+    stats = root_stats(out.tree)
+    np.testing.assert_allclose(out.utilities, stats.utility)
+    root_su = np.asarray(out.tree.node_score_utilities[:, 0])
+    np.testing.assert_allclose(out.root_utility, np.asarray(out.root_value) + root_su, atol=1e-6)
+    assert np.all(np.abs(root_su) > 1e-4)  # premise: the score counts
+    np.testing.assert_allclose(out.utility_radius, [1.4, 1.4], atol=1e-6)
+    for game in range(2):
+        t, _, mean, stdev, _, _ = _evaluations(out.tree, game)
+        total = functools.partial(_score_moments, t, mean, stdev)
+        visited = [int(a) for a in np.flatnonzero(t.children_visits[0] > 0)]
+        unvisited = int(np.flatnonzero(t.children_visits[0] == 0)[0])
+        means, spreads = subtree_score_distributions(out.tree, game, visited + [unvisited])
+        expected = [total(0)] + [total(int(t.children_index[0, a])) * [1, -1, 1] for a in visited]
+        for row, (n, first, second) in enumerate(expected):
+            assert means[row] == pytest.approx(first / n, abs=1e-4)
+            assert spreads[row] == pytest.approx(np.sqrt(second / n - (first / n) ** 2), abs=1e-3)
+        assert np.isnan(means[-1]) and np.isnan(spreads[-1])  # a move never searched
+        assert len(visited) > 2 and np.all(spreads[:-1] > 0)
 
 
 def test_a_kept_tree_is_rescored_around_its_new_center():
