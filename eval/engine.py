@@ -575,12 +575,14 @@ class Engine:
 
         With ``analysis_ignore_pre_root_history`` (KataGo's default) a network sees the
         position with no past moves and, below it, only the moves searched since: a
-        search player's pondered tree is then its own, neither continued by the next
-        ``genmove`` nor by the analysis after a move (KataGo's GTP engine also starts
-        again when it switches between analysing and moving)."""
+        search player's pondered tree is then its own, not continued by the next
+        ``genmove`` (KataGo's GTP engine also starts again when it switches between
+        analysing and moving) but by the analysis after a move, as KataGo's: the
+        subtree below the moves played, its root re-evaluated as shown."""
         state = self._state_for(self.to_play if colour is None else colour)
         if self.analysis_ignore_pre_root_history and self.network() is not None:
-            state = _forget_history(state)
+            shown = _forget_history(state)
+            return self.player.ponder(shown, key=self._next_key(), avoid=avoid, game=state)
         return self.player.ponder(state, key=self._next_key(), avoid=avoid)
 
     def think_ahead(self, stop: threading.Event) -> None:

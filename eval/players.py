@@ -219,9 +219,19 @@ class Player(Protocol):
         ...
 
     def ponder(
-        self, state: GoState, *, key: jax.Array, avoid: np.ndarray | None = None
+        self,
+        state: GoState,
+        *,
+        key: jax.Array,
+        avoid: np.ndarray | None = None,
+        game: GoState | None = None,
     ) -> Iterator[Analysis]:
-        """Endless analyses of ``state``, each at least as deep as the last (for lz-analyze)."""
+        """Endless analyses of ``state``, each at least as deep as the last (for lz-analyze).
+
+        ``game``: the game's position with its moves where ``state`` shows it without
+        them (KataGo's ``analysisIgnorePreRootHistory``); a player that keeps a tree
+        follows the moves played since its last such analysis through it.
+        """
         ...
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -364,7 +374,10 @@ class _OneShotPlayer:
             progress(analysis)
         return analysis
 
-    def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+    def ponder(
+        self, state: GoState, *, key: jax.Array, avoid=None, game=None
+    ) -> Iterator[Analysis]:
+        del game  # one evaluation of what is shown: nothing kept to follow
         analysis = self._analysis(state, key, root_moves(avoid, int(state.to_play)))
         while True:  # one evaluation says all this player will ever say
             yield analysis
@@ -650,6 +663,8 @@ class SearchPlayer:
     def new_game(self) -> None:
         self._tree = None
         self._root: GoState | None = None
+        # The game's position (its moves seen) where ``_root`` was shown without them.
+        self._game: GoState | None = None
 
     def set_search(self, visits: int | None = None, **fields: Any) -> None:
         """Search from now on with ``visits`` simulations (0: the network's policy alone,
@@ -691,21 +706,39 @@ class SearchPlayer:
             self._empty[kind] = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
         return self._empty[kind]
 
-    def _start_tree(self, state: GoState):
-        """The kept subtree for ``state`` if the moves since the last search are known."""
+    def _start_tree(self, state: GoState, game: GoState | None = None, key=None):
+        """The kept subtree for ``state`` if the moves since the last search are known.
+
+        ``game``: ``state`` with the game's moves, where ``state`` hides them; a tree
+        kept from such a search serves only such searches (KataGo's GTP engine also
+        starts again between analysing and moving), followed down the game's moves
+        and its root shown as ``state`` and re-evaluated (``gojax.search.show_roots``).
+        """
         if self.config.kind == "gumbel":
             return None  # never continued (``gojax.search.search`` refuses a tree)
         if self._tree is None or self._root is None or self._kind(self._root) != self._kind(state):
             return self._empty_tree(state)
-        played = int(state.move_number) - int(self._root.move_number)
-        if not 0 <= played <= len(state.recent_moves):
+        if (game is None) != (self._game is None):
+            return self._empty_tree(state)
+        now, then = (state, self._root) if game is None else (game, self._game)
+        played = int(now.move_number) - int(then.move_number)
+        if not 0 <= played <= len(now.recent_moves):
             return self._empty_tree(state)
         tree = self._tree
         # ``search`` checks that the root is exactly ``state``; a wrong guess costs nothing.
-        for action in np.asarray(state.recent_moves[:played])[::-1]:
+        for action in np.asarray(now.recent_moves[:played])[::-1]:
             if action < 0:
                 return self._empty_tree(state)
             tree = self._reuse(tree, jnp.asarray([action], jnp.int32))
+        if game is not None and played > 0:
+            from gojax.search import ILLEGAL_LOGIT, show_roots
+
+            # The new root was searched as a child, shown the move that led to it.
+            out = self._evaluations(state, [], jax.random.key(0) if key is None else key)
+            policy = out["policy"][:1]
+            tiny = np.finfo(np.float32).tiny
+            logits = np.where(policy > 0, np.log(np.maximum(policy, tiny)), ILLEGAL_LOGIT)
+            tree = _jitted(show_roots)(tree, _batch(state), jnp.asarray(logits, jnp.float32))
         return tree
 
     def _evaluations(self, state: GoState, actions: list[int], key: jax.Array) -> dict:
@@ -753,11 +786,12 @@ class SearchPlayer:
         self._keep(state, result.tree, plies)
         return self._result_analysis(state, result, key_eval)
 
-    def _keep(self, state: GoState, tree: Any, plies: np.ndarray) -> None:
-        """Keep a search's tree of ``state`` for the next search, unless moves were kept
-        out of it (``plies``) or it is Gumbel's: neither is continued."""
+    def _keep(self, state: GoState, tree: Any, plies: np.ndarray, game=None) -> None:
+        """Keep a search's tree of ``state`` (shown without the moves of ``game``, if
+        given) for the next search, unless moves were kept out of it (``plies``) or it
+        is Gumbel's: neither is continued."""
         keep = not np.any(plies) and self.config.kind != "gumbel"
-        self._tree, self._root = (tree, state) if keep else (None, None)
+        self._tree, self._root, self._game = (tree, state, game) if keep else (None, None, None)
 
     def _result_analysis(self, state: GoState, result: Any, key) -> Analysis:
         """The analysis of a search of ``state`` (its ``SearchOutput``)."""
@@ -782,13 +816,23 @@ class SearchPlayer:
         self._ponder_visits = int(visits)
 
     def _parts(
-        self, state: GoState, key: jax.Array, avoid, config: Any, target: int, step: int
+        self,
+        state: GoState,
+        key: jax.Array,
+        avoid,
+        config: Any,
+        target: int,
+        step: int,
+        game: GoState | None = None,
     ) -> Iterator[Callable[[], Analysis]]:
         """One search of ``state`` (``config``) from the tree kept for it up to ``target``
         root visits, in parts of ``step`` visits that resume it (``gojax.search.search``:
         together they are the search run at once), each kept (:meth:`_keep`) as it
-        ends; after each part, the analysis of the search so far, to take or not."""
-        tree = self._start_tree(state)
+        ends; after each part, the analysis of the search so far, to take or not.
+        ``game``: as :meth:`_start_tree`'s."""
+        # The parts' keys are ``fold_in(key, part)``; a shown root's evaluation takes its
+        # own, far from them.
+        tree = self._start_tree(state, game, jax.random.fold_in(key, 2**31 - 1))
         plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
         done = 1 if tree is None else max(1, int(tree.node_visits[0, 0]))
         resume, part = False, 0
@@ -806,23 +850,27 @@ class SearchPlayer:
                 resume=resume,
             )
             tree, resume, part = result.tree, True, part + 1
-            self._keep(state, tree, plies)
+            self._keep(state, tree, plies, game)
             done = max(goal, int(result.tree.node_visits[0, 0]))
             yield functools.partial(self._result_analysis, state, result, key_eval)
             if done >= target:
                 return
 
-    def _pondered(self, state: GoState, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+    def _pondered(
+        self, state: GoState, key: jax.Array, avoid=None, game=None
+    ) -> Iterator[Analysis]:
         """Analyses of one search growing by ``PONDER_PARTS``-ths of ``ponder_visits``
-        (at least a move's visits each), from the tree kept for ``state``, up to
-        ``ponder_visits``; KataGo's PUCT searches with ``analysis_wide_root_noise``."""
+        (at least a move's visits each), from the tree kept for ``state`` (``game``: as
+        :meth:`_start_tree`'s), up to ``ponder_visits``; KataGo's PUCT searches with
+        ``analysis_wide_root_noise``."""
         config = dataclasses.replace(
             self.config,
             num_simulations=self.ponder_visits - 1,
             wide_root_noise=self.analysis_wide_root_noise,
         )
         step = max(self.visits + 1, self.ponder_visits // PONDER_PARTS)
-        for analysis in self._parts(state, key, avoid, config, self.ponder_visits, step):
+        parts = self._parts(state, key, avoid, config, self.ponder_visits, step, game)
+        for analysis in parts:
             yield analysis()
 
     def _thinking(self, state: GoState, key: jax.Array) -> Iterator[Callable[[], Analysis]]:
@@ -885,12 +933,14 @@ class SearchPlayer:
             progress(analysis)
         return analysis
 
-    def ponder(self, state: GoState, *, key: jax.Array, avoid=None) -> Iterator[Analysis]:
+    def ponder(
+        self, state: GoState, *, key: jax.Array, avoid=None, game=None
+    ) -> Iterator[Analysis]:
         key_policy, key_search = jax.random.split(key)
         # At once, while the search runs.
         analysis = self._policy(state, key_policy, root_moves(avoid, int(state.to_play)))
         yield analysis
-        for analysis in self._pondered(state, key_search, avoid):  # deeper and deeper
+        for analysis in self._pondered(state, key_search, avoid, game):  # deeper and deeper
             yield analysis
         while True:  # as deep as pondering goes
             yield analysis

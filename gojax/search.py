@@ -118,6 +118,7 @@ __all__ = [
     "root_score_means",
     "root_stats",
     "search",
+    "show_roots",
     "subtree_ownership",
     "subtree_score_distributions",
     "tree_ownership",
@@ -1179,6 +1180,36 @@ def _same_position(tree: Tree, states: GoState) -> jax.Array:
     )
     same = functools.reduce(jnp.logical_and, jax.tree.leaves(equal))
     return same & (tree.node_visits[:, Tree.ROOT_INDEX] > 0)
+
+
+def show_roots(tree: Tree, states: GoState, prior_logits: jax.Array) -> Tree:
+    """``[B]`` kept trees whose roots are ``states`` shown with another past: each root's
+    position set to its state and its prior (``SearchData.root_prior``, which a search of
+    a kept root starts from) to ``prior_logits [B, A]``, the root's evaluation as shown
+    now; every statistic kept. KataGo's ``ignorePreRootHistory`` shows an analysed root
+    with no move before it, so a subtree kept from the analysis of an earlier position
+    (its root then a child, shown the move that led there) is re-evaluated at its root
+    and searched on. A tree whose root is another position (the stones, the player to
+    move, the ko, the rules' record differ) is left as it is: a search of ``states``
+    then starts fresh. Jittable."""
+    roots = jax.tree.map(lambda x: x[:, Tree.ROOT_INDEX], tree.embeddings)
+    # The past the network is shown is all that may differ.
+    shown = states.replace(recent_moves=roots.recent_moves, past_boards=roots.past_boards)
+    equal = jax.tree.map(
+        lambda a, b: jnp.all((a == b).reshape(a.shape[0], -1), axis=1), roots, shown
+    )
+    same = functools.reduce(jnp.logical_and, jax.tree.leaves(equal))  # [B]
+    embeddings = jax.tree.map(
+        lambda x, s: x.at[:, Tree.ROOT_INDEX].set(
+            jnp.where(same.reshape((-1,) + (1,) * (s.ndim - 1)), s, x[:, Tree.ROOT_INDEX])
+        ),
+        tree.embeddings,
+        states,
+    )
+    prior = jnp.where(same[:, None], prior_logits, tree.extra_data.root_prior)
+    return tree.replace(
+        embeddings=embeddings, extra_data=tree.extra_data._replace(root_prior=prior)
+    )
 
 
 def reuse_subtree(tree: Tree, action: jax.Array) -> Tree:

@@ -18,7 +18,7 @@ from test_gtp import MODEL, ask, gtp_flags, make_server
 from eval import gtp_params
 from eval.engine import KATAGO_RESIGN_WINRATE, Engine
 from eval.gtp import GTPServer, make_engine
-from eval.players import SearchPlayer, UCTPlayer
+from eval.players import PONDER_PARTS, SearchPlayer, UCTPlayer
 
 
 def uct_server(visits: int = 8) -> GTPServer:
@@ -383,6 +383,39 @@ def test_a_move_goes_on_from_the_pondered_tree_only_if_it_saw_the_game(hide):
     assert (int(player._root.recent_moves[0]) == -1) == hide  # the root searched
     visits = sum(searched(ask(server, "kata-genmove_analyze b")).values())
     assert visits == (8 if hide else 39), visits  # a move's search, or the pondered tree's
+
+
+def test_the_analysis_after_a_move_goes_on_below_it_with_the_root_shown_as_katago():
+    """With the moves before an analysed position hidden, the analysis after a move starts
+    from the analysed subtree below that move, as KataGo's: its visits kept, its root
+    re-evaluated as it is now shown (the network's prior of the position with no past,
+    not the one it had as a child, shown the move)."""
+    import numpy as np
+
+    from eval.engine import _forget_history
+
+    server = katago_server(visits=8)
+    engine, player = server.engine, server.engine.player
+    assert ask(server, "play b c3") == "="
+    assert ask(server, "kata-set-param maxVisitsPondering 64") == "="
+    *_, last = (a for a, _ in zip(engine.ponder(), range(12), strict=False))
+    assert last.visits == 64
+    best = last.moves[0]
+    assert best.visits > 8  # premise: a subtree worth keeping
+    assert ask(server, f"play w {'ABCDE'[best.action % 5]}{5 - best.action // 5}") == "="
+    stream = engine.ponder()
+    next(stream)  # the network's first look
+    first = next(stream)
+    step = max(9, 64 // PONDER_PARTS)  # a move's visits, or a part of the ponder's
+    assert first.visits == min(64, best.visits + step), (first.visits, best.visits)
+    shown = player.evaluate(_forget_history(engine.state))
+    seen = player.evaluate(engine.state)  # with the game's last moves
+    prior = {m.action: m.prior for m in shown.moves}
+    assert any(abs(prior[m.action] - m.prior) > 1e-4 for m in seen.moves)  # premise
+    for move in first.moves:
+        if move.action in prior:
+            assert move.prior == pytest.approx(prior[move.action], abs=1e-5)
+    assert np.isfinite(first.winrate) and first.moves[0].visits > 0
 
 
 @pytest.mark.parametrize("search", ["puct", "gumbel"])

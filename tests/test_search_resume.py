@@ -112,6 +112,39 @@ def test_a_search_from_a_kept_tree_in_parts_is_the_search_at_once():
     )
 
 
+def test_a_kept_root_shown_without_its_past_is_searched_on_with_its_new_prior():
+    """``show_roots``: a kept subtree whose root is the position shown with no past move
+    (KataGo's ignorePreRootHistory) takes that position and the prior given, keeps its
+    statistics and is searched on; a game whose kept root is another position is left
+    as it was, and its search starts fresh."""
+    from gojax.katago_features import forget_history
+    from gojax.search import _same_position, reuse_subtree, show_roots
+
+    config = CONFIGS["katago"]
+    states = positions()
+    first = run(config, False)(states, jax.random.key(0), None, None)
+    kept = fast_jit(reuse_subtree)(first.tree, first.action)
+    after = jax.vmap(gojax.play)(states, first.action)
+    # Game 2 is shown a position its kept root is not (another move).
+    other = jnp.where(first.action[2] == 3, 4, 3)
+    after = jax.tree.map(
+        lambda a, b: a.at[2].set(b), after, gojax.play(jax.tree.map(lambda x: x[2], states), other)
+    )
+    shown = forget_history(after)
+    assert not np.any(np.asarray(_same_position(kept, shown)))  # premise: the past differs
+    prior = jnp.tile(jnp.linspace(-1.0, 0.0, states.num_actions)[None], (3, 1))
+    tree = fast_jit(show_roots)(kept, shown, prior)
+    np.testing.assert_array_equal(np.asarray(_same_position(tree, shown)), [True, True, False])
+    np.testing.assert_array_equal(np.asarray(tree.node_visits), np.asarray(kept.node_visits))
+    root_prior = np.asarray(tree.extra_data.root_prior)
+    np.testing.assert_array_equal(root_prior[:2], np.asarray(prior)[:2])
+    np.testing.assert_array_equal(root_prior[2], np.asarray(kept.extra_data.root_prior)[2])
+    out = run(config, False)(shown, jax.random.key(5), tree, None)
+    kept_visits = np.asarray(kept.node_visits[:, 0])
+    np.testing.assert_array_equal(np.asarray(out.simulations)[:2], 41 - kept_visits[:2])
+    assert int(out.simulations[2]) == 40  # fresh: the root's own visit and 40 simulations
+
+
 def test_resume_needs_a_tree():
     with pytest.raises(ValueError, match="resume needs the tree"):
         search(
