@@ -255,6 +255,22 @@ class Move:
     action: int
 
 
+# KataGo's delayMoveMax default: no cap worth the name.
+DELAY_MOVE_MAX = 1e6
+
+
+def move_delay(prior: float, scale: float, maximum: float, rng: np.random.Generator) -> float:
+    """Seconds to wait before answering a ``genmove``: KataGo's ``delayMoveScale`` and
+    ``delayMoveMax``, which make a bot move at a human's pace. Gamma(2)-distributed with
+    mean ``0.5 * scale / (prior + 0.1)`` (an obvious move, of high ``prior``, comes
+    quickly; a surprising one slowly), at most ``maximum``, at least 0.1 ms; 0 when
+    ``scale`` or ``maximum`` is 0 (KataGo's default scale: no delay)."""
+    if scale <= 0 or maximum <= 0:
+        return 0.0
+    mean = 0.5 * scale / (max(prior, 0.0) + 0.10)
+    return float(min(max(rng.gamma(2.0) * mean / 2.0, 1e-4), maximum))
+
+
 class Engine:
     """One game of Go under GTP: position, history, clocks and a player.
 
@@ -301,6 +317,10 @@ class Engine:
         self.analysis_ignore_pre_root_history = True
         # KataGo's ponderingEnabled: a search player thinks on the opponent's time.
         self.pondering = False
+        # KataGo's delayMoveScale and delayMoveMax (:func:`move_delay`): off by default.
+        self.delay_move_scale = 0.0
+        self.delay_move_max = DELAY_MOVE_MAX
+        self._delays = np.random.default_rng(seed)
         self.lag = float(lag)
         self._key = jax.random.key(seed)
         self._calls = 0
@@ -689,6 +709,7 @@ class Engine:
         seconds = self.time_for_move(colour)
         analysis = self.analyze(colour, seconds=seconds, progress=progress, avoid=avoid, stop=stop)
         action = analysis.best.action
+        self._delay_move(colour, analysis.best.prior, start, stop)
         threshold = self.resign_threshold
         if threshold is not None and analysis.winrate < threshold:
             self._low_winrate[colour] += 1
@@ -706,6 +727,31 @@ class Engine:
         self.clocks[colour].spend(self.time_settings, spent)
         self.genmove_seconds += spent
         return action, analysis
+
+    def _delay_move(
+        self, colour: int, prior: float, start: float, stop: threading.Event | None
+    ) -> None:
+        """Wait :func:`move_delay` seconds (KataGo's ``delayMoveScale``), but never past
+        the clock's share for this move (a bot that waits must not lose on time); a
+        ``stop`` ends the wait."""
+        delay = move_delay(prior, self.delay_move_scale, self.delay_move_max, self._delays)
+        share = allocate_time(
+            self.time_settings,
+            self.clocks[colour],
+            moves_left=expected_moves_left(self.size, int(self.state.move_number)),
+            lag=self.lag,
+        )
+        if share is not None:
+            delay = min(delay, max(0.0, share - (time.monotonic() - start)))
+        if delay > 0:
+            self._wait(delay, stop)
+
+    @staticmethod
+    def _wait(seconds: float, stop: threading.Event | None) -> None:
+        if stop is None:
+            time.sleep(seconds)
+        else:
+            stop.wait(seconds)
 
     def _winning_pass(self, colour: int, analysis: Analysis) -> bool:
         last = self.moves[-1] if self.moves else None

@@ -5,7 +5,11 @@ Bot front-ends and GUIs change an engine's search between games (or moves)
 with these, using KataGo's parameter names. gojax honours the ones it has,
 for the player it runs:
 
-* every engine: ``allowResignation``; with a network ``analysisIgnorePreRootHistory``
+* every engine: ``allowResignation``, ``delayMoveScale`` and ``delayMoveMax``
+  (KataGo's: a ``genmove`` answers after a random wait of mean
+  ``0.5 * delayMoveScale / (prior + 0.1)`` seconds, at most ``delayMoveMax``,
+  so that a bot moves at a human's pace; scale 0, the default, waits not at
+  all); with a network ``analysisIgnorePreRootHistory``
   (KataGo's true: the network of ``lz-analyze``/``kata-analyze`` sees no move
   played before the analysed position);
 * a search (``--player search`` or ``uct``): ``maxVisits`` (root visits,
@@ -50,7 +54,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eval.analysis_query import MAX_VISITS
-from eval.engine import Engine
+from eval.engine import DELAY_MOVE_MAX, Engine
 from eval.katago_names import KATAGO_SEARCH_FIELDS
 from eval.players import SearchPlayer
 from gojax.search import KATAGO_PUCT_RANGES, MOVE_TEMPERATURE_RANGE
@@ -107,6 +111,9 @@ class Param:
 
 PARAMS: dict[str, Param] = {
     "allowResignation": Param(_boolean, kinds=()),
+    # A genmove's answer waits a human-like time (eval.engine.move_delay; KataGo's ranges).
+    "delayMoveScale": Param(_number(0.0, 10000.0), kinds=()),
+    "delayMoveMax": Param(_number(0.0, DELAY_MOVE_MAX), kinds=()),
     "maxVisits": Param(_integer(1, MAX_VISITS)),
     "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
     "maxVisitsPondering": Param(_integer(1, MAX_VISITS)),
@@ -176,6 +183,10 @@ def value(engine: Engine, name: str) -> Any:
         raise ParamError(f"Invalid parameter: {name}")
     if name == "allowResignation":
         return engine.resign_threshold is not None
+    if name == "delayMoveScale":
+        return engine.delay_move_scale
+    if name == "delayMoveMax":
+        return engine.delay_move_max
     player = engine.player
     if name == "maxVisits":
         return player.visits + 1
@@ -257,6 +268,10 @@ def set_params(engine: Engine, settings: dict[str, str], *, warm: bool = True) -
         engine.analysis_ignore_pre_root_history = parsed["analysisIgnorePreRootHistory"]
     if "allowResignation" in parsed:
         engine.allow_resignation(parsed["allowResignation"])
+    if "delayMoveScale" in parsed:
+        engine.delay_move_scale = parsed["delayMoveScale"]
+    if "delayMoveMax" in parsed:
+        engine.delay_move_max = parsed["delayMoveMax"]
     pondering_from = engine.pondering
     if "ponderingEnabled" in parsed:
         engine.pondering = parsed["ponderingEnabled"]

@@ -47,11 +47,15 @@ def searched(reply: str) -> dict[str, int]:
 
 def test_the_parameters_a_player_honours():
     plain = make_server()  # uniform random moves: nothing to search
-    assert ask(plain, "kata-list-params") == "= allowResignation"
-    assert ask(plain, "kata-get-params") == '= {"allowResignation":false}'
+    assert ask(plain, "kata-list-params") == "= allowResignation delayMoveScale delayMoveMax"
+    assert ask(plain, "kata-get-params") == (
+        '= {"allowResignation":false,"delayMoveScale":0.0,"delayMoveMax":1000000.0}'
+    )
     uct = uct_server()
     assert ask(uct, "kata-list-params").split()[1:] == [
         "allowResignation",
+        "delayMoveScale",
+        "delayMoveMax",
         "maxVisits",
         "maxTime",
         "maxVisitsPondering",
@@ -64,6 +68,8 @@ def test_the_parameters_a_player_honours():
     params = json.loads(ask(uct, "kata-get-params")[2:])
     assert params == {
         "allowResignation": False,
+        "delayMoveScale": 0.0,  # KataGo's: no delay
+        "delayMoveMax": 1e6,
         "maxVisits": 9,  # root visits: 8 simulations and the root's own
         "maxTime": 1e20,  # KataGo's "no limit"
         "maxVisitsPondering": 256,  # 16 moves' worth, at least 256
@@ -91,6 +97,44 @@ def test_the_parameters_a_player_honours():
     listed = ask(plain, "list_commands")[2:].split("\n")
     for name in ("kata-list-params", "kata-get-param", "kata-get-params", "kata-set-param"):
         assert name in listed
+
+
+def test_move_delay_follows_katagos_distribution():
+    """``delayMoveScale``: Gamma(2) waits of mean ``0.5 * scale / (prior + 0.1)``, cut at
+    ``delayMoveMax``; nothing when either is 0."""
+    import numpy as np
+
+    from eval.engine import move_delay
+
+    rng = np.random.default_rng(0)
+    for prior in (0.0, 0.4, 0.9):
+        waits = [move_delay(prior, 2.0, 1e6, rng) for _ in range(4000)]
+        assert np.mean(waits) == pytest.approx(1.0 / (prior + 0.1), rel=0.05)
+        assert np.var(waits) == pytest.approx(np.mean(waits) ** 2 / 2, rel=0.15)  # Gamma(2)
+    assert max(move_delay(0.0, 2.0, 0.25, rng) for _ in range(200)) == 0.25
+    assert move_delay(0.5, 0.0, 10.0, rng) == move_delay(0.5, 3.0, 0.0, rng) == 0.0
+
+
+def test_genmove_waits_the_delay_set_within_the_clocks_share():
+    """``kata-set-param delayMoveScale``: every ``genmove`` waits a delay drawn for its
+    move's prior, at most ``delayMoveMax``, never past the clock's share for the move."""
+    server = make_server()
+    engine = server.engine
+    waits = []
+    engine._wait = lambda seconds, stop: waits.append(seconds)
+    assert ask(server, "genmove b").startswith("= ")
+    assert waits == []  # KataGo's default: no delay
+    assert ask(server, 'kata-set-params {"delayMoveScale": 100, "delayMoveMax": 0.5}') == "="
+    assert ask(server, "kata-get-param delayMoveScale") == "= 100.0"
+    for colour in "wbw":
+        assert ask(server, f"genmove {colour}").startswith("= ")
+    assert waits == [0.5] * 3  # a mean of 50 s or more, cut at delayMoveMax
+    assert ask(server, "time_settings 0 5 1") == "="  # five seconds a move
+    assert ask(server, "kata-set-param delayMoveMax 30") == "="
+    assert ask(server, "genmove b").startswith("= ")
+    assert len(waits) == 4 and 0 < waits[-1] < 5  # the clock's share, less the move's time
+    message = "Could not set params: delayMoveScale must be a number from 0 to 10000, not '-1'"
+    assert ask(server, "kata-set-param delayMoveScale -1") == f"? {message}"
 
 
 def test_max_visits_sets_the_search_budget():
