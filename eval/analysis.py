@@ -509,6 +509,11 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
                 "prior": _num(move.prior),
                 "lcb": rate(move.lcb),
                 "utilityLcb": points(move.utility_lcb),
+                **(
+                    {}
+                    if move.symmetry_of is None
+                    else {"isSymmetryOf": action_to_gtp(move.symmetry_of, size)}
+                ),
                 "order": move.order,
                 "pv": [action_to_gtp(a, size) for a in move.pv[: query.pv_length + 1]],
             }
@@ -686,6 +691,7 @@ class AnalysisEngine:
         # The SearchConfig fields every query's search starts from (a query's
         # overrideSettings win).
         self._search_settings = score_utility_settings(search, score_utility)
+        self._search_settings["root_symmetry_pruning"] = True  # KataGo's analysis default
         if search == "katago":
             self._search_settings["wide_root_noise"] = self.wide_root_noise
         self.model = model

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from eval.engine import EngineError, rules_from_json, rules_json
-from eval.katago_names import KATAGO_SEARCH_FIELDS
+from eval.katago_names import KATAGO_SEARCH_FIELDS, KATAGO_SEARCH_SWITCHES
 from eval.players import keep_out
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
@@ -94,6 +94,7 @@ _SETTINGS = {
     "analysisPVLen",
     "reportAnalysisWinratesAs",
     *KATAGO_SEARCH_FIELDS,
+    *KATAGO_SEARCH_SWITCHES,
 }  # overrideSettings
 
 
@@ -141,7 +142,7 @@ class Query:
     # (SearchConfig field, value) of KataGo's search settings the query sets
     # (overrideSettings by KataGo's names, eval.katago_names; rootFpuReductionMax,
     # rootPolicyTemperature), sorted; each applies to the search kinds its table row names.
-    search: tuple[tuple[str, float], ...] = ()
+    search: tuple[tuple[str, float | bool], ...] = ()
     # (turn, priority) of every turn of ``turns`` whose priority is not 0 (``priority``,
     # ``priorities``): higher is analysed first; ties go to the earlier query.
     priorities: tuple[tuple[int, int], ...] = ()
@@ -442,16 +443,24 @@ def _max_time(value: Any) -> float:
     return float(value)
 
 
-def _search_settings(request: dict) -> tuple[tuple[str, float], ...]:
+def _search_settings(request: dict) -> tuple[tuple[str, float | bool], ...]:
     """``Query.search``: KataGo's search settings from ``overrideSettings`` and the
     top-level ``rootFpuReductionMax`` and ``rootPolicyTemperature`` (which win), numbers
-    or numeric strings."""
+    or numeric strings; its switches (``rootSymmetryPruning``) true or false."""
     given = {k: (v, "overrideSettings") for k, v in request.get("overrideSettings", {}).items()}
     for top, names in _TOP_LEVEL_SETTINGS.items():
         if top in request:
             given.update({name: (request[top], top) for name in names})
     fields = {}
     for name, (value, where) in given.items():
+        if name in KATAGO_SEARCH_SWITCHES:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                message = f"Could not set settings: {name} must be true or false"
+                raise QueryError(where, message)
+            fields[KATAGO_SEARCH_SWITCHES[name]] = value
+            continue
         if name not in KATAGO_SEARCH_FIELDS:
             continue
         field, low, high, _ = KATAGO_SEARCH_FIELDS[name]

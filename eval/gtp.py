@@ -259,8 +259,11 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
             fields.append(f"noResultValue {_fmt(info.no_result)}")
         fields += [
             f"prior {_fmt(info.prior)} lcb {_fmt(info.lcb)} utilityLcb {_fmt(info.utility_lcb)}",
-            f"weight {info.visits} order {info.order} pv {pv}",
+            f"weight {info.visits}",
         ]
+        if info.symmetry_of is not None:
+            fields.append(f"isSymmetryOf {action_to_gtp(info.symmetry_of, size)}")
+        fields.append(f"order {info.order} pv {pv}")
         visits_along = " ".join(map(str, info.pv_visits))
         if opts.pv_visits:
             fields.append(f"pvVisits {visits_along}")

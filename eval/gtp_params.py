@@ -23,6 +23,9 @@ for the player it runs:
   true, the engine goes on searching the position after each command, on the
   opponent's time, until the next command arrives, to the same bounds as
   ``lz-analyze``; the next ``genmove`` goes on from that tree);
+* every search: ``rootSymmetryPruning`` (KataGo's true: at a position a board
+  symmetry leaves unchanged, one move of each set of equivalent moves is
+  searched and all are reported, ``isSymmetryOf``);
 * PUCT and KataGo's PUCT (and UCT): ``useLcbForSelection``;
 * PUCT and KataGo's PUCT: ``rootPolicyTemperature``,
   ``rootPolicyTemperatureEarly``, ``chosenMoveTemperatureHalflife``; and
@@ -55,7 +58,7 @@ from typing import Any
 
 from eval.analysis_query import MAX_VISITS
 from eval.engine import DELAY_MOVE_MAX, Engine
-from eval.katago_names import KATAGO_SEARCH_FIELDS
+from eval.katago_names import KATAGO_SEARCH_FIELDS, KATAGO_SEARCH_SWITCHES
 from eval.players import SearchPlayer
 from gojax.search import KATAGO_PUCT_RANGES, MOVE_TEMPERATURE_RANGE
 
@@ -136,6 +139,8 @@ PARAMS: dict[str, Param] = {
     ),
     # Think on the opponent's time (after each move, until the next command).
     "ponderingEnabled": Param(_boolean, kinds=("puct", "katago", "uct")),
+    # At a symmetric position, search one move of each set of equivalent moves.
+    **{name: Param(_boolean, field) for name, field in KATAGO_SEARCH_SWITCHES.items()},
     # Whether the network of an analysis sees the moves before the analysed position.
     "analysisIgnorePreRootHistory": Param(_boolean, kinds=(), network=True),
 }

@@ -57,3 +57,10 @@ KATAGO_SEARCH_FIELDS: dict[str, SearchSetting] = {
         "temperature_halflife", *TEMPERATURE_HALFLIFE_RANGE, _PUCTS
     ),
 }
+
+# KataGo's true/false search parameters -> the SearchConfig field (every kind honours them).
+KATAGO_SEARCH_SWITCHES: dict[str, str] = {
+    # At a symmetric root, search one move of each set of equivalent moves (KataGo's GTP
+    # and analysis engines: true).
+    "rootSymmetryPruning": "root_symmetry_pruning",
+}

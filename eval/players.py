@@ -157,6 +157,9 @@ class MoveInfo:
     # scoreSelfplay, where ``score_lead`` is scoreLead) and its spread (scoreStdev)
     score_selfplay: float = 0.0
     score_stdev: float = 0.0
+    # the move searched for this one, when this one is a board symmetry's image of it
+    # at a symmetric position (KataGo's isSymmetryOf; SearchConfig.root_symmetry_pruning)
+    symmetry_of: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -546,6 +549,10 @@ class SearchPlayer:
     ``score_utility``: with ``search="katago"``, weigh the score as KataGo
     does (``SearchConfig.static_score_utility`` / ``dynamic_score_utility``,
     for nets with a score head); False searches on the win-loss value alone.
+
+    ``root_symmetry_pruning``: at a symmetric position search one move of each set of
+    equivalent moves and report them all (``SearchConfig.root_symmetry_pruning``;
+    KataGo's GTP default, as here).
     """
 
     def __init__(
@@ -567,6 +574,7 @@ class SearchPlayer:
         rollout_weights: Any = None,
         lcb: bool = False,
         score_utility: bool = True,
+        root_symmetry_pruning: bool = True,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -593,6 +601,7 @@ class SearchPlayer:
             gumbel_scale=float(gumbel_scale),
             max_num_considered_actions=int(considered or auto_considered(visits)),
             lcb_selection=bool(lcb),
+            root_symmetry_pruning=bool(root_symmetry_pruning),
             **utility_settings,
         )
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
@@ -1007,6 +1016,7 @@ class UCTPlayer(SearchPlayer):
         time_factor: float = 1.5,
         ponder_visits: int | None = None,
         rollout_weights: Any = None,
+        root_symmetry_pruning: bool = True,
     ) -> None:
         from gojax.search import SearchConfig
 
@@ -1017,6 +1027,7 @@ class UCTPlayer(SearchPlayer):
             dirichlet_fraction=0.0,
             temperature_moves=0,
             moves=moves,
+            root_symmetry_pruning=bool(root_symmetry_pruning),
         )
         self._extras = " of the fast policy" if rollout_weights is not None else ""
         self._auto_considered = False
@@ -1270,6 +1281,11 @@ def search_analysis(
 
     root_ownership = host.ownership[index] if tracked else -out["white_ownership"][0]
     root_selfplay, root_spread = score(0)
+    symmetries = np.asarray(host.root_symmetries[index])
+    if symmetries[1:].any():  # a symmetric root: every move the searched ones stand for
+        moves, moves_ownership = _symmetric_copies(
+            moves, moves_ownership, symmetries, host.tree.children_prior_logits[index, 0]
+        )
     return Analysis(
         moves=moves,
         visits=int(visits.sum()) + 1,
@@ -1282,6 +1298,50 @@ def search_analysis(
         utility=_finite(float(host.root_utility[index])),
         score_selfplay=root_selfplay,
     )
+
+
+def _symmetric_copies(
+    moves: tuple[MoveInfo, ...],
+    moves_ownership: Callable[[], tuple[np.ndarray, np.ndarray]],
+    symmetries: np.ndarray,
+    root_logits: np.ndarray,
+) -> tuple[tuple[MoveInfo, ...], Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    """``moves`` of a root that the board ``symmetries [8]`` leave unchanged, each
+    followed by the moves equivalent to it (its images, with its numbers, its
+    principal variation carried over and ``symmetry_of`` set), each move once and none
+    the root kept out (``root_logits [A]`` illegal), as KataGo lists them; and their
+    ``moves_ownership``, each copy's map carried over likewise."""
+    from gojax._root_symmetry import symmetric_moves, transform_actions, transform_point_values
+    from gojax.search import ILLEGAL_THRESHOLD
+
+    size = math.isqrt(len(root_logits) - 1)
+    allowed = np.asarray(root_logits) > ILLEGAL_THRESHOLD
+    copies: list[tuple[int, int, MoveInfo]] = []  # (searched move's index, symmetry, copy)
+    done: set[int] = set()
+    for k, info in enumerate(moves):
+        for symmetry, image in symmetric_moves(info.action, size, symmetries):
+            if image in done or not allowed[image]:
+                continue
+            done.add(image)
+            copy = dataclasses.replace(
+                info,
+                action=image,
+                order=len(copies),
+                pv=transform_actions(info.pv, size, symmetry),
+                symmetry_of=info.action if symmetry else None,
+            )
+            copies.append((k, symmetry, copy))
+
+    @functools.cache
+    def copied_ownership() -> tuple[np.ndarray, np.ndarray]:
+        means, stdevs = moves_ownership()
+        pairs = [
+            (transform_point_values(means[k], size, s), transform_point_values(stdevs[k], size, s))
+            for k, s, _ in copies
+        ]
+        return np.stack([m for m, _ in pairs]), np.stack([d for _, d in pairs])
+
+    return tuple(c for _, _, c in copies), copied_ownership
 
 
 def _now() -> float:

@@ -86,7 +86,7 @@ import mctx
 import numpy as np
 from mctx._src.seq_halving import score_considered as _score_considered
 
-from gojax import _selection, _tree_reuse, _utility
+from gojax import _root_symmetry, _selection, _tree_reuse, _utility
 from gojax._board import WHITE, GoState, legal_moves, play
 from gojax._board import score as final_score
 from gojax._features import agz_planes
@@ -255,6 +255,15 @@ class SearchConfig:
         root's prior: every search tempers the evaluator's prior afresh
         (``SearchData.root_prior``), a kept tree is never tempered twice.
         KataGo's self-play uses 1.25 early and 1.1 late.
+      root_symmetry_pruning: KataGo's ``rootSymmetryPruning``, any kind: at a
+        root that a board symmetry leaves unchanged (an empty board; stones that
+        mirror each other), only the first move of each set of equivalent moves
+        is searched (``gojax._root_symmetry``; KataGo's order puts Black's first
+        move in the upper right), the others are kept out of the root but keep
+        their share of the prior, as KataGo's; ``SearchOutput.root_symmetries``
+        says which symmetries held, for an analysis to report every move of the
+        set. A root with moves so kept out starts a fresh tree. KataGo's GTP and
+        analysis engines prune so; its self-play does not (off by default).
       temperature_halflife: KataGo's ``chosenMoveTemperatureHalflife`` (19):
         the moves on 19x19 (``size * halflife / 19`` on smaller boards) over
         which the early root policy and move temperatures halve their distance
@@ -291,6 +300,7 @@ class SearchConfig:
     move_temperature: float | None = None
     move_temperature_early: float | None = None
     temperature_halflife: float = 19.0
+    root_symmetry_pruning: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -492,6 +502,9 @@ class SearchOutput:
     #   Black's view (tree_ownership); [B, 0] unless the evaluator gives ownership
     ownership_stdev: jax.Array  # [B, P] float32: its standard deviation over those
     #   evaluations (tree_ownership_stdev); [B, 0] likewise
+    root_symmetries: jax.Array  # [B, 8] bool: the board symmetries that left the root
+    #   unchanged and pruned its equivalent moves (SearchConfig.root_symmetry_pruning);
+    #   the identity alone without pruning
     tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
     #   are the GoStates of the nodes
 
@@ -764,9 +777,9 @@ class _Rules(NamedTuple):
 
 def _ucb1_selection(key, tree: Tree, node, depth, *, c: float):
     """UCB1 on one (unbatched) tree: an unvisited legal move at random, else max Q + c√(ln n/nₐ)."""
-    del depth
     visits = tree.children_visits[node]
     legal = tree.children_prior_logits[node] > ILLEGAL_THRESHOLD
+    legal = legal & ~((tree.root_invalid_actions > 0) & (depth == 0))  # the root's own bans
     noise = jax.random.uniform(key, visits.shape)
     unvisited = legal & (visits == 0)
     q = tree.children_rewards[node] + tree.children_discounts[node] * tree.children_values[node]
@@ -1373,6 +1386,15 @@ def search(
     legal = moves(states)  # [B, A]
     invalid = ~legal
     capacity = config.num_simulations + 1
+    # The root's moves kept out as equivalent to another: out of its selection, but
+    # still in its prior, whose softmax the logits masked by ``legal`` alone give.
+    if config.root_symmetry_pruning:
+        symmetries = jax.vmap(_root_symmetry.root_symmetries)(states, legal)
+        duplicates = jax.vmap(_root_symmetry.duplicate_moves)(states, legal)
+    else:
+        symmetries = jnp.zeros((batch, 8), bool).at[:, 0].set(True)
+        duplicates = jnp.zeros_like(legal)
+    root_invalid = invalid | duplicates
 
     # Key use mirrors mctx's policies so that fresh searches match them.
     if config.kind == "gumbel":
@@ -1460,7 +1482,7 @@ def search(
         tree = tree.replace(
             children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(evaluated)
         )
-        keep = _same_position(tree, states)
+        keep = _same_position(tree, states) & ~jnp.any(duplicates, axis=1)
         if avoid is not None:
             keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
         nodes = tree.node_visits.shape[1]
@@ -1493,7 +1515,7 @@ def search(
         )
     tree = tree.replace(
         children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(root_logits),
-        root_invalid_actions=invalid.astype(jnp.float32),
+        root_invalid_actions=root_invalid.astype(jnp.float32),
     )
     if not resume:  # the centre this search weighs scores around and the untouched
         # root prior, for its later parts and later searches of the same root
@@ -1542,7 +1564,7 @@ def search(
     radius = 1.0 + (config.static_score_utility + config.dynamic_score_utility) * weighs
     visits = stats.visits
     explore = states.move_number < config.temperature_moves  # [B]
-    greedy = _greedy(visits, stats.q, invalid)
+    greedy = _greedy(visits, stats.q, root_invalid)
     if config.kind == "gumbel":
         # mctx's choice: the best of the most visited by gumbel + logits + completed Q.
         completed_q = jax.vmap(mctx.qtransform_completed_by_mix_value, in_axes=[0, None])(
@@ -1552,7 +1574,7 @@ def search(
 
         def pick(noise):
             score = _score_considered(considered, noise, root_logits, completed_q, visits)
-            return _selection.first_argmax(score, invalid)
+            return _selection.first_argmax(score, root_invalid)
 
         sampled, greedy = pick(gumbel), pick(jnp.zeros_like(gumbel))
         weights = jax.nn.softmax(
@@ -1565,7 +1587,7 @@ def search(
                 visits,
                 stats.utility,
                 stats.q_stdev,
-                invalid,
+                root_invalid,
                 config.lcb_min_visit_fraction,
                 radius,
             )
@@ -1609,5 +1631,6 @@ def search(
         simulations=simulations,
         ownership=tree_ownership(tree),
         ownership_stdev=tree_ownership_stdev(tree),
+        root_symmetries=symmetries,
         tree=tree,
     )

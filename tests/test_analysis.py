@@ -816,6 +816,38 @@ def test_search_scores_and_win_rates_are_means_over_the_tree(search):
         assert all(abs(g) < 0.4 for g in gaps) and any(abs(g) > 1e-3 for g in gaps)
 
 
+def test_a_symmetric_position_lists_every_equivalent_move_as_katago():
+    """KataGo's ``rootSymmetryPruning`` (on by default): after the centre point the
+    board is symmetric, one move of each set is searched and each other is listed with
+    ``isSymmetryOf``, its numbers and its ownership carried over; the setting turned off
+    searches them all, and a setting that is not true or false is an error."""
+    from gojax._root_symmetry import transform_point_values
+
+    line = query(id="sym", moves=[["B", "E5"]], maxVisits=16, includeMovesOwnership=True)
+    (reply,) = session([json.dumps(line)])
+    infos = reply["moveInfos"]
+    copies = [m for m in infos if "isSymmetryOf" in m]
+    by_move = {m["move"]: m for m in infos}
+    assert copies and sum(m["visits"] for m in infos if "isSymmetryOf" not in m) == 15
+    assert [m["order"] for m in infos] == list(range(len(infos)))
+    for copy in copies:
+        source = by_move[copy["isSymmetryOf"]]
+        for field in ("visits", "winrate", "scoreLead", "scoreStdev", "utility", "prior"):
+            assert copy[field] == source[field]
+        assert any(
+            np.allclose(transform_point_values(np.array(source["ownership"]), 9, s),
+                        copy["ownership"], atol=1e-6)
+            for s in range(8)
+        )  # fmt: skip
+    off = line | {"overrideSettings": {"rootSymmetryPruning": "false"}}
+    (plain,) = session([json.dumps(off)])
+    assert not any("isSymmetryOf" in m for m in plain["moveInfos"])
+    assert sum(m["visits"] for m in plain["moveInfos"]) == 15
+    bad = line | {"overrideSettings": {"rootSymmetryPruning": 1}}
+    (error,) = session([json.dumps(bad)])
+    assert error["error"] == "Could not set settings: rootSymmetryPruning must be true or false"
+
+
 def test_searched_ownership_is_the_trees_mean_as_katagos():
     """With ``includeOwnership`` a searched root reports the mean ownership of the tree's
     evaluations (KataGo's ``getAverageTreeOwnership``), not its own evaluation's."""

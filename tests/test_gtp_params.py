@@ -64,6 +64,7 @@ def test_the_parameters_a_player_honours():
         "chosenMoveTemperature",
         "chosenMoveTemperatureEarly",
         "ponderingEnabled",
+        "rootSymmetryPruning",
     ]
     params = json.loads(ask(uct, "kata-get-params")[2:])
     assert params == {
@@ -78,6 +79,7 @@ def test_the_parameters_a_player_honours():
         "chosenMoveTemperature": 0.0,  # the best move
         "chosenMoveTemperatureEarly": 0.0,
         "ponderingEnabled": False,  # KataGo's default
+        "rootSymmetryPruning": True,  # KataGo's GTP default
     }
     assert ask(uct, "kata-get-param maxTime") == "= 1e+20"
     for server in (plain, uct):
@@ -537,6 +539,61 @@ def test_kata_analyze_reports_katagos_utility_and_score_spread():
     for info in re.findall(r"info move \S+ (.*?)(?= info |$)", line):
         utility, winrate = map(float, re.search(r"utility (\S+) winrate (\S+)", info).groups())
         assert utility == pytest.approx(2 * winrate - 1, abs=1e-5)
+
+
+def test_kata_analyze_lists_every_move_a_searched_one_stands_for_as_katago():
+    """At a symmetric position (the empty board) one move of each set of equivalent moves
+    is searched (``rootSymmetryPruning``, KataGo's default) and every move of the set is
+    listed with its numbers, ``isSymmetryOf`` it, its principal variation and subtree
+    ownership carried over by the symmetry; ``rootSymmetryPruning false`` searches all."""
+    import numpy as np
+
+    from gojax import action_to_gtp, gtp_to_action
+    from gojax._root_symmetry import transform_actions, transform_point_values
+
+    player = SearchPlayer(reference_model(), visits=48, search="katago", symmetry=0)
+    server = GTPServer(Engine(player, size=9, komi=7, rules="chinese"), io.StringIO())
+
+    def infos(reply: str) -> list[dict]:
+        line = reply.split("\n")[-2]
+        out = []
+        for info in re.findall(r"info (.*?)(?= info |$)", line):
+            source = re.search(r"isSymmetryOf (\S+)", info)
+            out.append(
+                {
+                    "move": re.search(r"move (\S+)", info)[1],
+                    "visits": int(re.search(r"visits (\d+)", info)[1]),
+                    "winrate": re.search(r"winrate (\S+)", info)[1],
+                    "of": source and source[1],
+                    "order": int(re.search(r" order (\d+)", info)[1]),
+                    "pv": tuple(re.search(r" pv (.*?)(?= movesOwnership|$)", info)[1].split()),
+                    "own": np.array(info.split(" movesOwnership ")[1].split(), float),
+                }
+            )
+        return out
+
+    listed = infos(ask(server, "kata-search_analyze b movesOwnership true"))
+    assert [i["order"] for i in listed] == list(range(len(listed)))
+    assert len({i["move"] for i in listed}) == len(listed)
+    searched = {i["move"]: i for i in listed if i["of"] is None}
+    copies = [i for i in listed if i["of"] is not None]
+    assert copies and sum(i["visits"] for i in searched.values()) == 48
+    for copy in copies:
+        source = searched[copy["of"]]
+        assert (copy["visits"], copy["winrate"]) == (source["visits"], source["winrate"])
+        pv = [gtp_to_action(v, 9) for v in source["pv"]]
+        carried = [
+            s
+            for s in range(8)
+            if tuple(action_to_gtp(a, 9) for a in transform_actions(tuple(pv), 9, s)) == copy["pv"]
+            and np.allclose(transform_point_values(source["own"], 9, s), copy["own"], atol=1e-5)
+        ]
+        assert carried, copy["move"]
+    best = gtp_to_action(listed[0]["move"], 9)
+    assert best % 9 >= 4 and best // 9 <= 4  # Black's searched moves: the upper right
+    assert ask(server, "kata-set-param rootSymmetryPruning false") == "="
+    plain = infos(ask(server, "kata-search_analyze b movesOwnership true"))
+    assert all(i["of"] is None for i in plain) and sum(i["visits"] for i in plain) == 48
 
 
 def test_kata_analyze_reports_each_moves_ownership_as_katago():
