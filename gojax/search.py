@@ -262,7 +262,8 @@ class SearchConfig:
         move in the upper right), the others are kept out of the root but keep
         their share of the prior, as KataGo's; ``SearchOutput.root_symmetries``
         says which symmetries held, for an analysis to report every move of the
-        set. A root with moves so kept out starts a fresh tree. KataGo's GTP and
+        set. A kept tree whose root holds visits on moves so kept out starts
+        afresh (one searched so is continued). KataGo's GTP and
         analysis engines prune so; its self-play does not (off by default).
       temperature_halflife: KataGo's ``chosenMoveTemperatureHalflife`` (19):
         the moves on 19x19 (``size * halflife / 19`` on smaller boards) over
@@ -1482,7 +1483,10 @@ def search(
         tree = tree.replace(
             children_prior_logits=tree.children_prior_logits.at[:, Tree.ROOT_INDEX].set(evaluated)
         )
-        keep = _same_position(tree, states) & ~jnp.any(duplicates, axis=1)
+        # A kept root searched without the pruning (as a child) may hold visits on the
+        # moves now kept out: such a tree starts again.
+        pruned_visits = jnp.where(duplicates, tree.children_visits[:, Tree.ROOT_INDEX], 0)
+        keep = _same_position(tree, states) & ~jnp.any(pruned_visits > 0, axis=1)
         if avoid is not None:
             keep = keep & ~jnp.any(avoid > 0, axis=(1, 2))
         nodes = tree.node_visits.shape[1]

@@ -683,6 +683,13 @@ def listed_moves(reply: dict) -> list[str]:
     return [m["move"] for m in reply["moveInfos"]]
 
 
+def searched_infos(reply: dict) -> list[dict]:
+    """The ``moveInfos`` of the moves searched: not those listed for one of them at a
+    symmetric position (``isSymmetryOf``; the default query's E5, C3 is symmetric about
+    the diagonal through C3)."""
+    return [m for m in reply["moveInfos"] if "isSymmetryOf" not in m]
+
+
 def test_avoided_moves_leave_the_list_and_allowed_moves_alone_stay_at_one_visit():
     base = {"moves": [["B", "E5"]], "includePolicy": True}
     (plain,) = session([json.dumps(query(id="plain", **base))])
@@ -780,7 +787,7 @@ def test_search_scores_and_win_rates_are_means_over_the_tree(search):
     line = query(id="mean", moves=moves, maxVisits=8, overrideSettings=settings)
     eng = AnalysisEngine(model(), symmetry=0, visits=1, batch_size=8, min_batch=8, search=search)
     (reply,) = session([json.dumps(line)], eng)
-    infos, root = reply["moveInfos"], reply["rootInfo"]
+    infos, root = searched_infos(reply), reply["rootInfo"]
     assert sum(m["visits"] for m in infos) == root["visits"] - 1 == 7  # every visited move
     lead_sum = root["rawLead"] + sum(m["visits"] * m["scoreLead"] for m in infos)
     assert root["visits"] * root["scoreLead"] == pytest.approx(lead_sum, abs=1e-3)
@@ -860,7 +867,12 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
     (raw,) = session([json.dumps(line | {"maxVisits": 1})])
     state = jax.tree.map(lambda x: x[None], state_from_moves(9, moves, komi=7, rules="chinese"))
     evaluator = katago_evaluator(model(), symmetry=0, ownership=True)
-    config = SearchConfig(num_simulations=7, dirichlet_fraction=0.0, temperature_moves=0)
+    config = SearchConfig(
+        num_simulations=7,
+        dirichlet_fraction=0.0,
+        temperature_moves=0,
+        root_symmetry_pruning=True,  # the analysis engine's default, as KataGo's
+    )
     out = search(evaluator, state, jax.random.key(0), config)
     np.testing.assert_allclose(reply["ownership"], out.ownership[0], atol=1e-5)
     (spread,) = session([json.dumps(line | {"includeOwnershipStdev": True})])
@@ -874,7 +886,7 @@ def test_searched_ownership_is_the_trees_mean_as_katagos():
     # evaluation's share plus each move's visits times its mean.
     extra = {"includeMovesOwnership": True, "includeMovesOwnershipStdev": True}
     (moves_reply,) = session([json.dumps(line | extra)])
-    infos = moves_reply["moveInfos"]
+    infos = searched_infos(moves_reply)
     for m in infos:  # a move searched once has one evaluation: no spread
         assert len(m["ownershipStdev"]) == 81 and min(m["ownershipStdev"]) >= 0
         assert (max(m["ownershipStdev"]) > 0) == (m["visits"] > 1)
@@ -907,7 +919,7 @@ def test_reports_during_a_search_lead_to_the_same_final_result():
     assert len(visits) >= 2 and visits == sorted(set(visits)) and visits[-1] < 48
     for r in during:
         assert len(r["ownership"]) == 81 and r["turnNumber"] == 2
-        assert sum(m["visits"] for m in r["moveInfos"]) == r["rootInfo"]["visits"] - 1
+        assert sum(m["visits"] for m in searched_infos(r)) == r["rootInfo"]["visits"] - 1
     final = finals[0]
     assert final["moveInfos"] == plain["moveInfos"]
     np.testing.assert_allclose(final["ownership"], plain["ownership"], atol=1e-6)
@@ -940,7 +952,7 @@ def test_max_time_stops_a_search_and_leaves_the_others_in_its_batch_alone():
     replies = {r["id"]: r for r in session([json.dumps(hurried), json.dumps(patient)], eng)}
     # A first part of 1% of the visits measures the speed; by then the time is up.
     assert replies["hurried"]["rootInfo"]["visits"] == 3
-    assert sum(m["visits"] for m in replies["hurried"]["moveInfos"]) == 2
+    assert sum(m["visits"] for m in searched_infos(replies["hurried"])) == 2
     assert replies["patient"]["rootInfo"]["visits"] == 40
     assert not any(r["isDuringSearch"] for r in replies.values())
     (alone,) = session([json.dumps(query(id="patient", maxVisits=40))], eng)

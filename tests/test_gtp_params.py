@@ -40,9 +40,14 @@ def katago_server(visits: int = 8) -> GTPServer:
 
 
 def searched(reply: str) -> dict[str, int]:
-    """The visits of each move of a ``kata-genmove_analyze`` reply's info line."""
+    """The visits of each move searched in a ``kata-genmove_analyze`` reply's info line
+    (not the moves listed as equivalent to one at a symmetric position)."""
     info = reply.split("\n")[1]
-    return {m: int(v) for m, v in re.findall(r"info move (\S+) visits (\d+)", info)}
+    return {
+        m: int(v)
+        for m, v, rest in re.findall(r"info move (\S+) visits (\d+)(.*?)(?= info |$)", info)
+        if " isSymmetryOf " not in rest
+    }
 
 
 def test_the_parameters_a_player_honours():
@@ -443,7 +448,10 @@ def test_the_analysis_after_a_move_goes_on_below_it_with_the_root_shown_as_katag
     server = katago_server(visits=8)
     engine, player = server.engine, server.engine.player
     assert ask(server, "play b c3") == "="
-    assert ask(server, "kata-set-param maxVisitsPondering 64") == "="
+    # The centre point leaves a symmetric board, whose moves would be listed with the
+    # prior of the move searched for them: compare each move's own.
+    settings = '{"maxVisitsPondering": 64, "rootSymmetryPruning": false}'
+    assert ask(server, f"kata-set-params {settings}") == "="
     *_, last = (a for a, _ in zip(engine.ponder(), range(12), strict=False))
     assert last.visits == 64
     best = last.moves[0]
@@ -620,6 +628,8 @@ def test_kata_analyze_reports_each_moves_ownership_as_katago():
     assert root.shape == (25,)
     weighted = np.zeros(25)
     for info in infos:
+        if " isSymmetryOf " in info:  # listed for a searched move (after C3, D3: a mirror)
+            continue
         visits = int(re.search(r"visits (\d+) edgeVisits (\d+)", info)[1])
         assert re.search(r" weight (\d+) ", info)[1] == str(visits)
         pv_visits = re.search(r" pvVisits ([\d ]+?) pvEdgeVisits ([\d ]+?) movesOwnership", info)
@@ -634,7 +644,8 @@ def test_kata_analyze_reports_each_moves_ownership_as_katago():
         if visits == 1:
             assert np.all(stdevs == 0)  # one evaluation has no spread
         weighted += visits * means
-    assert sum(int(re.search(r"visits (\d+)", i)[1]) for i in infos) == 8
+    searched_infos = [i for i in infos if " isSymmetryOf " not in i]
+    assert sum(int(re.search(r"visits (\d+)", i)[1]) for i in searched_infos) == 8
     own = player.evaluate(before).ownership  # the root's own evaluation, mover's view
     np.testing.assert_allclose(9 * root - weighted, own, atol=2e-4)
     # The network alone has no subtree below a move: the key prints nothing.

@@ -99,8 +99,8 @@ def test_symmetric_moves_list_each_image_once_the_move_first():
 
 def test_a_pruned_search_visits_one_move_of_each_orbit_and_keeps_the_whole_prior():
     """Duplicates get no visit and stay out of the move chosen, but keep their prior (the
-    root's prior is the unpruned one, as KataGo's); a tree kept for a symmetric root is
-    not continued (its duplicates may hold visits)."""
+    root's prior is the unpruned one, as KataGo's); a pruned tree is continued, a tree
+    that holds visits on duplicates is not."""
     states = batch(gojax.new_game(5, komi=0.5, max_moves=40), 2)
     pruned = SearchConfig(kind="katago", num_simulations=64, temperature_moves=0,
                           root_symmetry_pruning=True)  # fmt: skip
@@ -119,11 +119,19 @@ def test_a_pruned_search_visits_one_move_of_each_orbit_and_keeps_the_whole_prior
     root = np.asarray(out.tree.children_prior_logits[:, 0])
     np.testing.assert_allclose(root, np.asarray(full.tree.children_prior_logits[:, 0]), atol=1e-6)
     assert np.all(root[:, duplicates] > -1e9)  # in the prior, out of the selection
-    # After the centre point the position is still symmetric: its kept tree starts fresh.
+    # The same position searched on goes on from its pruned tree.
+    same = searcher(deterministic_evaluator, pruned)(states, jax.random.key(1), tree=out.tree)
+    assert np.all(np.asarray(same.simulations) == 0)  # its 65 root visits are the budget
+    # After the centre point the position is still symmetric, and the kept subtree was
+    # searched as a child, duplicates included: it starts again.
     center = jnp.full((2,), gtp_to_action("C3", 5), jnp.int32)
     kept = fast_jit(reuse_subtree)(out.tree, center)
-    assert np.all(np.asarray(kept.node_visits[:, 0]) > 1)  # premise: a tree to keep
     after = jax.vmap(gojax.play)(states, center)
+    child_duplicates = np.asarray(
+        jax.vmap(duplicate_moves)(after, jax.vmap(gojax.legal_moves)(after))
+    )
+    held = np.asarray(kept.children_visits[:, 0])[child_duplicates]
+    assert held.sum() > 0  # premise: visits on moves the pruning keeps out
     again = searcher(deterministic_evaluator, pruned)(after, jax.random.key(1), tree=kept)
     assert np.all(np.asarray(again.simulations) == 64)
 
