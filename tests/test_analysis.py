@@ -769,11 +769,11 @@ def test_search_keeps_avoided_moves_out():
     assert listed_moves(extras) == listed_moves(plain)
     assert max(len(i["pv"]) for i in extras["moveInfos"]) > 1
     assert set(listed_moves(allow)) <= set(allowed)
-    assert sum(m["visits"] for m in allow["moveInfos"]) == 7
+    assert sum(m["visits"] for m in searched_infos(allow)) == 7
     best = listed_moves(plain)[0]
     avoid_line = json.dumps(query(id="avoid", avoidMoves=[AVOID | {"moves": [best]}], **base))
     (avoid,) = session([avoid_line], eng)
-    assert best not in listed_moves(avoid) and sum(m["visits"] for m in avoid["moveInfos"]) == 7
+    assert best not in listed_moves(avoid) and sum(m["visits"] for m in searched_infos(avoid)) == 7
 
 
 @pytest.mark.parametrize("search", ["puct", pytest.param("katago", marks=pytest.mark.slow)])
@@ -1195,10 +1195,10 @@ def test_search_at_eight_visits_is_consistent_and_independent_of_batching():
     batched = session(lines, eng)
     assert len(batched) == 6
     for reply in batched:
-        infos, root = reply["moveInfos"], reply["rootInfo"]
+        infos, root = searched_infos(reply), reply["rootInfo"]
         assert root["visits"] == 8
         assert sum(m["visits"] for m in infos) == 7
-        assert [m["order"] for m in infos] == list(range(len(infos)))
+        assert [m["order"] for m in reply["moveInfos"]] == list(range(len(reply["moveInfos"])))
         assert infos[0]["visits"] == max(m["visits"] for m in infos)
         assert all(m["visits"] > 0 for m in infos)
         for m in infos:
