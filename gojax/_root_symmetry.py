@@ -66,16 +66,20 @@ def root_symmetries(state: GoState, legal: jnp.ndarray) -> jnp.ndarray:
     return symmetric.at[0].set(True)
 
 
-def duplicate_moves(state: GoState, legal: jnp.ndarray) -> jnp.ndarray:
+def duplicate_moves(
+    state: GoState, legal: jnp.ndarray, symmetries: jnp.ndarray | None = None
+) -> jnp.ndarray:
     """``[A]`` bool: the moves of one position (``legal [A]``, the moves the search may
-    play there) that another legal move earlier in KataGo's order stands for under one
-    of the position's :func:`root_symmetries`; False for pass and where there is no
-    symmetry. Jittable; ``jax.vmap`` it for a batch."""
+    play there) that another of them earlier in KataGo's order stands for under one
+    of the position's ``symmetries [8]`` (default: :func:`root_symmetries` of ``legal``;
+    give those of the moves before any are kept out, as KataGo: an avoided move then
+    stands for none of its images, which are searched); False for pass and where there
+    is no symmetry. Jittable; ``jax.vmap`` it for a batch."""
     size = state.size
     p = size * size
     images = jnp.asarray(_images(size))  # [8, P]
     rank = jnp.asarray(_ranks(size))[jnp.where(state.to_play == BLACK, 0, 1)]  # [P]
-    valid = root_symmetries(state, legal)  # [8]
+    valid = root_symmetries(state, legal) if symmetries is None else symmetries  # [8]
     others = valid[:, None] & (images != jnp.arange(p)[None]) & legal[:p][images]
     image_rank = jnp.where(others, rank[images], p)  # [8, P] rank of each legal image
     earlier = jnp.min(image_rank, axis=0) < rank  # an equivalent move comes first

@@ -1390,8 +1390,11 @@ def search(
     # The root's moves kept out as equivalent to another: out of its selection, but
     # still in its prior, whose softmax the logits masked by ``legal`` alone give.
     if config.root_symmetry_pruning:
-        symmetries = jax.vmap(_root_symmetry.root_symmetries)(states, legal)
-        duplicates = jax.vmap(_root_symmetry.duplicate_moves)(states, legal)
+        # The position's symmetries, whatever moves ``avoid`` keeps out (KataGo's); an
+        # avoided move stands for none of its images.
+        allowed = jax.vmap(config.allowed)(states)
+        symmetries = jax.vmap(_root_symmetry.root_symmetries)(states, allowed)
+        duplicates = jax.vmap(_root_symmetry.duplicate_moves)(states, legal, symmetries)
     else:
         symmetries = jnp.zeros((batch, 8), bool).at[:, 0].set(True)
         duplicates = jnp.zeros_like(legal)

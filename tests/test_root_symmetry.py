@@ -4,6 +4,8 @@ equivalent moves is searched, the others keep their prior, and analyses report t
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,7 +18,7 @@ import gojax
 from gojax import gtp_to_action
 from gojax._root_symmetry import duplicate_moves, root_symmetries, symmetric_moves
 from gojax._symmetry import symmetric_point
-from gojax.search import SearchConfig, reuse_subtree
+from gojax.search import SearchConfig, reuse_subtree, search
 
 
 def searched_vertices(state: gojax.GoState) -> list[str]:
@@ -134,6 +136,26 @@ def test_a_pruned_search_visits_one_move_of_each_orbit_and_keeps_the_whole_prior
     assert held.sum() > 0  # premise: visits on moves the pruning keeps out
     again = searcher(deterministic_evaluator, pruned)(after, jax.random.key(1), tree=kept)
     assert np.all(np.asarray(again.simulations) == 64)
+
+
+def test_an_avoided_move_stands_for_none_of_its_images():
+    """As KataGo's: the position's symmetries hold whatever ``avoid`` keeps out, and an
+    avoided move's images are searched in its place (one of them for the rest)."""
+    state = gojax.new_game(5, komi=0.5, max_moves=40)
+    legal = gojax.legal_moves(state)
+    corner = gtp_to_action("E5", 5)  # Black's first corner in KataGo's order
+    assert not bool(duplicate_moves(state, legal)[corner])  # premise: it is searched
+    avoid = jnp.zeros((1, 2, state.num_actions), jnp.int32).at[0, 0, corner].set(1)
+    config = SearchConfig(kind="katago", num_simulations=48, temperature_moves=0,
+                          root_symmetry_pruning=True)  # fmt: skip
+    run = fast_jit(functools.partial(search, deterministic_evaluator, config=config))
+    out = run(batch(state, 1), jax.random.key(3), avoid=avoid)
+    assert np.asarray(out.root_symmetries).all()  # still symmetric
+    kept_out = np.asarray(out.tree.root_invalid_actions)[0] > 0
+    corners = [gtp_to_action(v, 5) for v in ("A1", "A5", "E1")]
+    assert kept_out[corner] and sum(not kept_out[c] for c in corners) == 1
+    assert np.asarray(out.visit_counts)[0, corner] == 0 and int(out.visit_counts.sum()) == 48
+    assert int((~kept_out).sum()) == 6 + 1  # 6 orbits of 25 points, and pass
 
 
 @pytest.mark.parametrize("kind", ["puct", "gumbel", "uct"])
