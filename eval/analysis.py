@@ -637,6 +637,11 @@ class AnalysisEngine:
         history does not sway its analysis; False shows the game's last moves
         as a game's own search sees them. A query's ``overrideSettings`` may
         set its own.
+      root_symmetry_pruning: KataGo's ``rootSymmetryPruning`` (its analysis engine's
+        default, True): at a symmetric position one move of each set of equivalent
+        moves is searched and every move of the set is listed
+        (``SearchConfig.root_symmetry_pruning``). A query's ``overrideSettings`` may
+        set its own.
       seed: for random symmetries.
       replay_cache: most games kept after their replay, so that a query whose
         moves extend one replays only the new moves (``eval.replay_cache``);
@@ -666,6 +671,7 @@ class AnalysisEngine:
         score_utility: bool = True,
         wide_root_noise: float | None = None,
         ignore_pre_root_history: bool = True,
+        root_symmetry_pruning: bool = True,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
         from eval.players import score_utility_settings
@@ -691,7 +697,7 @@ class AnalysisEngine:
         # The SearchConfig fields every query's search starts from (a query's
         # overrideSettings win).
         self._search_settings = score_utility_settings(search, score_utility)
-        self._search_settings["root_symmetry_pruning"] = True  # KataGo's analysis default
+        self._search_settings["root_symmetry_pruning"] = bool(root_symmetry_pruning)
         if search == "katago":
             self._search_settings["wide_root_noise"] = self.wide_root_noise
         self.model = model
@@ -1443,6 +1449,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         score_utility=not args.no_score_utility,
         wide_root_noise=args.wide_root_noise,
         ignore_pre_root_history=not args.pre_root_history,
+        root_symmetry_pruning=not args.no_root_symmetry_pruning,
     )
     noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
     print(
@@ -1528,6 +1535,13 @@ def register(commands) -> None:
         "--no-score-utility",
         action="store_true",
         help="--search katago: search on the win-loss value alone",
+    )
+    parser.add_argument(
+        "--no-root-symmetry-pruning",
+        action="store_true",
+        help="search every move at a symmetric position (by default, as KataGo's "
+        "rootSymmetryPruning, one of each set of equivalent moves is searched and all "
+        "are listed); a query's overrideSettings may set its own",
     )
     parser.add_argument(
         "--wide-root-noise",

@@ -853,6 +853,25 @@ def test_a_symmetric_position_lists_every_equivalent_move_as_katago():
     bad = line | {"overrideSettings": {"rootSymmetryPruning": 1}}
     (error,) = session([json.dumps(bad)])
     assert error["error"] == "Could not set settings: rootSymmetryPruning must be true or false"
+    # The engine's own default, which a query's setting overrides.
+    eng = AnalysisEngine(
+        model(), symmetry=0, visits=1, batch_size=8, min_batch=8, root_symmetry_pruning=False
+    )
+    (unpruned,) = session([json.dumps(line)], eng)
+    assert unpruned["moveInfos"] == plain["moveInfos"]
+    on = line | {"overrideSettings": {"rootSymmetryPruning": True}}
+    (pruned,) = session([json.dumps(on)], eng)
+    assert pruned["moveInfos"] == reply["moveInfos"]
+    # gojax analysis --no-root-symmetry-pruning makes such an engine.
+    import argparse
+
+    from eval.analysis import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    flags = ["analysis", "--model", "net.bin.gz"]
+    assert not parser.parse_args(flags).no_root_symmetry_pruning
+    assert parser.parse_args([*flags, "--no-root-symmetry-pruning"]).no_root_symmetry_pruning
 
 
 def test_searched_ownership_is_the_trees_mean_as_katagos():
