@@ -735,6 +735,8 @@ class Engine:
         the clock's share for this move (a bot that waits must not lose on time); a
         ``stop`` ends the wait."""
         delay = move_delay(prior, self.delay_move_scale, self.delay_move_max, self._delays)
+        if delay <= 0:  # none set (KataGo's default)
+            return
         share = allocate_time(
             self.time_settings,
             self.clocks[colour],
@@ -742,7 +744,7 @@ class Engine:
             lag=self.lag,
         )
         if share is not None:
-            delay = min(delay, max(0.0, share - (time.monotonic() - start)))
+            delay = min(delay, share - (time.monotonic() - start))
         if delay > 0:
             self._wait(delay, stop)
 

@@ -740,14 +740,12 @@ class SearchPlayer:
                 return self._empty_tree(state)
             tree = self._reuse(tree, jnp.asarray([action], jnp.int32))
         if game is not None and played > 0:
-            from gojax.search import ILLEGAL_LOGIT, show_roots
+            from gojax.search import policy_logits, show_roots
 
             # The new root was searched as a child, shown the move that led to it.
             out = self._evaluations(state, [], jax.random.key(0) if key is None else key)
-            policy = out["policy"][:1]
-            tiny = np.finfo(np.float32).tiny
-            logits = np.where(policy > 0, np.log(np.maximum(policy, tiny)), ILLEGAL_LOGIT)
-            tree = _jitted(show_roots)(tree, _batch(state), jnp.asarray(logits, jnp.float32))
+            logits = policy_logits(out["policy"][:1].astype(np.float32))
+            tree = _jitted(show_roots)(tree, _batch(state), logits)
         return tree
 
     def _evaluations(self, state: GoState, actions: list[int], key: jax.Array) -> dict:
@@ -1243,6 +1241,7 @@ def search_analysis(
             return _finite(float(selfplay[row])), _finite(float(spread[row]))
         return _finite(float(own_selfplay[row])), _finite(float(out["score_stdev"][row]))
 
+    scores = [score(1 + i) for i in range(len(listed))]
     moves = tuple(
         MoveInfo(
             action=a,
@@ -1257,8 +1256,8 @@ def search_analysis(
             no_result=float(out["no_result"][1 + i]),
             utility=float(utilities[a]) if visits[a] > 0 else 2.0 * float(winrates[a]) - 1.0,
             utility_lcb=float(utility_bounds[a]),
-            score_selfplay=score(1 + i)[0],
-            score_stdev=score(1 + i)[1],
+            score_selfplay=scores[i][0],
+            score_stdev=scores[i][1],
         )
         for i, a in enumerate(listed)
     )

@@ -28,19 +28,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from gojax._board import BLACK, GoState
-from gojax._symmetry import NUM_SYMMETRIES, symmetric_point
+from gojax._symmetry import NUM_SYMMETRIES, inverse_symmetry, symmetry_gather_table
 
 
 @functools.cache
 def _images(size: int) -> np.ndarray:
-    """``[8, P]`` int32: the point each point goes to under each symmetry."""
-    points = np.arange(size * size)
-    table = np.zeros((NUM_SYMMETRIES, size * size), np.int32)
-    for s in range(NUM_SYMMETRIES):
-        for point in points:
-            row, col = symmetric_point(*divmod(int(point), size), size, s)
-            table[s, point] = row * size + col
-    return table
+    """``[8, P]`` int32: the point each point goes to under each symmetry (the gather
+    table of the inverse symmetry)."""
+    inverses = [inverse_symmetry(s) for s in range(NUM_SYMMETRIES)]
+    return symmetry_gather_table(size)[inverses]
 
 
 @functools.cache
@@ -104,9 +100,7 @@ def symmetric_moves(action: int, size: int, symmetries: np.ndarray) -> list[tupl
 def transform_point_values(values: np.ndarray, size: int, symmetry: int) -> np.ndarray:
     """``[..., P]`` per-point values (an ownership map) as seen after ``symmetry``: the
     value at each point moves to that point's image."""
-    out = np.empty_like(values)
-    out[..., _images(size)[symmetry]] = values
-    return out
+    return np.asarray(values)[..., symmetry_gather_table(size)[symmetry]]
 
 
 def transform_actions(actions: tuple[int, ...], size: int, symmetry: int) -> tuple[int, ...]:

@@ -113,6 +113,7 @@ __all__ = [
     "katago_evaluator",
     "lower_confidence_bounds",
     "make_recurrent_fn",
+    "policy_logits",
     "principal_variation",
     "reuse_subtree",
     "root_score_means",
@@ -541,6 +542,14 @@ def uniform_evaluator() -> Evaluator:
     return evaluate
 
 
+def policy_logits(policy: jax.Array) -> jax.Array:
+    """``[..., A]`` probabilities (0 on illegal moves) -> their logs, illegal moves at
+    ``ILLEGAL_LOGIT``: a network's policy as a search's prior logits."""
+    policy = jnp.asarray(policy)
+    tiny = jnp.finfo(policy.dtype).tiny
+    return jnp.where(policy > 0, jnp.log(jnp.maximum(policy, tiny)), ILLEGAL_LOGIT)
+
+
 def katago_evaluator(
     model: Any,
     *,
@@ -588,9 +597,7 @@ def katago_evaluator(
             symmetry=symmetry,
             key=key if symmetry == "random" else None,
         )
-        policy = out["policy"]
-        tiny = jnp.finfo(policy.dtype).tiny
-        logits = jnp.where(policy > 0, jnp.log(jnp.maximum(policy, tiny)), ILLEGAL_LOGIT)
+        logits = policy_logits(out["policy"])
         if not scored:
             return logits, out["value"]
         sign = jnp.where(states.to_play == WHITE, 1.0, -1.0)
@@ -1392,7 +1399,7 @@ def search(
     if config.root_symmetry_pruning:
         # The position's symmetries, whatever moves ``avoid`` keeps out (KataGo's); an
         # avoided move stands for none of its images.
-        allowed = jax.vmap(config.allowed)(states)
+        allowed = legal if avoid is None else jax.vmap(config.allowed)(states)
         symmetries = jax.vmap(_root_symmetry.root_symmetries)(states, allowed)
         duplicates = jax.vmap(_root_symmetry.duplicate_moves)(states, legal, symmetries)
     else:
