@@ -65,9 +65,10 @@ sys.path.insert(0, str(HERE))
 import board as board_bench  # noqa: E402  (bench/board.py)
 import net as net_bench  # noqa: E402  (bench/net.py)
 import selfplay as selfplay_bench  # noqa: E402  (bench/selfplay.py)
-from _timing import best_time  # noqa: E402
+from _timing import best_time, best_times  # noqa: E402
 
 import gojax  # noqa: E402
+from gojax import _ladders as ladders  # noqa: E402
 from gojax import nn as gnn  # noqa: E402
 from gojax._atomic import write_atomic  # noqa: E402
 from gojax._xla_flags import fast_cpu_compiles  # noqa: E402
@@ -280,6 +281,22 @@ def section_search(smoke: bool) -> dict:
     return {"net": preset, "batch": batch, "simulations": sims, "sims_per_s": rate}
 
 
+def _features_program(batch_inputs, positions, native: bool):
+    """``batch_inputs(positions)`` compiled now, its ladder scans by the native kernel or
+    (``native=False``) by their JAX loop: the choice is made when the program is traced,
+    so it is compiled ahead, under ``GOJAX_NATIVE_LADDERS=0`` for the loop."""
+    saved = os.environ.get("GOJAX_NATIVE_LADDERS")
+    if not native:
+        os.environ["GOJAX_NATIVE_LADDERS"] = "0"
+    try:
+        return jax.jit(lambda states: batch_inputs(states)).lower(positions).compile()
+    finally:
+        if saved is None:
+            os.environ.pop("GOJAX_NATIVE_LADDERS", None)
+        else:
+            os.environ["GOJAX_NATIVE_LADDERS"] = saved
+
+
 def section_training(smoke: bool) -> dict:
     """Self-play and the learner of ``configs/go19_b10c128.py``, timed apart.
 
@@ -322,12 +339,32 @@ def section_training(smoke: bool) -> dict:
         return play_games(evaluator_fn, encode_fn, variables, jax.random.key(seed), sp_config)
 
     # KataGo's input features alone (ladder searches included) on random-play positions:
-    # what every evaluation of the recipe's self-play computes before its net.
+    # what every evaluation of the recipe's self-play computes before its net. Timed twice:
+    # as self-play computes them (the ladders by the native scan: an FFI call on a CPU, a
+    # host callback on an accelerator) and with the ladders' JAX loop on the device.
     size, num_positions = sp_config.size, 4 if smoke else 256
     positions = net_bench.random_positions(size, num_positions, size * size // 3)
-    features = jax.jit(batch_inputs)  # as the evaluator computes them
-    features_per_s = num_positions / best_time(features, positions, repeats=1 if smoke else 3)
-    print(f"  KataGo features, {size}x{size}, B={num_positions}: {features_per_s:,.0f} positions/s")
+    features_native = _features_program(batch_inputs, positions, native=True)
+    features_loop = _features_program(batch_inputs, positions, native=False)
+    seconds = best_times(
+        {"native": (features_native, (positions,)), "loop": (features_loop, (positions,))},
+        repeats=1 if smoke else 3,
+    )
+    planes_agree = all(
+        bool(jnp.array_equal(a, b))
+        for a, b in zip(
+            jax.tree.leaves(features_native(positions)),
+            jax.tree.leaves(features_loop(positions)),
+            strict=True,
+        )
+    )
+    features_per_s = num_positions / seconds["native"]
+    features_loop_per_s = num_positions / seconds["loop"]
+    print(
+        f"  KataGo features, {size}x{size}, B={num_positions}: {features_per_s:,.0f} positions/s "
+        f"(native ladder scan), {features_loop_per_s:,.0f} with the ladders' JAX loop "
+        f"({features_per_s / features_loop_per_s:.1f}x); the same planes: {planes_agree}"
+    )
 
     _, first = selfplay(0)  # compiles
     print(f"  self-play: first call (compiling) {first['seconds']:.1f} s", flush=True)
@@ -350,12 +387,16 @@ def section_training(smoke: bool) -> dict:
         f"{simulations})",
         "features_batch": num_positions,
         "features_per_s": float(features_per_s),
+        "features_loop_per_s": float(features_loop_per_s),
+        "ladders_native": ladders.native_available(),
+        "ladder_planes_agree": planes_agree,
         "selfplay_games": sp_config.num_games,
         "selfplay_positions": int(stats["positions"]),
         "selfplay_compile_s": float(first["seconds"]),
         "selfplay_moves_per_s": float(stats["moves_per_second"]),
         "learner_batch": lconfig.batch_size,
         "learner_samples_per_s": float(samples_per_s),
+        "ok": planes_agree,
     }
     print(
         f"  self-play {result['selfplay_moves_per_s']:,.0f} moves/s "

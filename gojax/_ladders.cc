@@ -18,6 +18,10 @@
 // size 2..25), kos [K] int32 (point, -1 if none), to_play [K] int8, budgets [K] int32
 // (moves per search); results laddered [K, P] and working [K, P] bool. The K boards are
 // independent: they are shared out over XLA's intra-op thread pool.
+//
+// GojaxLaddersOnHost is the same scan for callers outside XLA's CPU programs (an
+// accelerator's host callback, gojax/_ladders.py): plain pointers, the boards scanned on
+// the calling thread, the caller sharing a batch out among its own threads.
 
 #include <algorithm>
 #include <cstdint>
@@ -554,6 +558,13 @@ void scan_board(const Geometry& g, const int8_t* board, int ko, int to_play, int
   }
 }
 
+// The side of a board of p points, or 0 if p is not size * size for a size 2..kMaxSize.
+int board_size(int64_t p) {
+  int size = 2;
+  while (size * size < p) ++size;
+  return size * size == p && size <= kMaxSize ? size : 0;
+}
+
 ffi::Error Ladders(ffi::ThreadPool pool, ffi::Buffer<ffi::S8> boards, ffi::Buffer<ffi::S32> kos,
                    ffi::Buffer<ffi::S8> to_play, ffi::Buffer<ffi::S32> budgets,
                    ffi::ResultBuffer<ffi::PRED> laddered, ffi::ResultBuffer<ffi::PRED> working) {
@@ -561,10 +572,8 @@ ffi::Error Ladders(ffi::ThreadPool pool, ffi::Buffer<ffi::S8> boards, ffi::Buffe
   if (dims.size() != 2)
     return ffi::Error::InvalidArgument("ladders: boards must be [K, P]");
   const int64_t k = dims[0], p = dims[1];
-  int size = 2;
-  while (size * size < p) ++size;
-  if (size * size != p || size > kMaxSize)
-    return ffi::Error::InvalidArgument("ladders: P must be size * size, size 2..25");
+  const int size = board_size(p);
+  if (size == 0) return ffi::Error::InvalidArgument("ladders: P must be size * size, size 2..25");
   for (const auto& v : {kos.dimensions(), to_play.dimensions(), budgets.dimensions()})
     if (v.size() != 1 || v[0] != k)
       return ffi::Error::InvalidArgument("ladders: kos, to_play and budgets must be [K]");
@@ -598,3 +607,20 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(GojaxLadders, Ladders,
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::PRED>>()
                                   .Ret<ffi::Buffer<ffi::PRED>>());
+
+// The scans of k boards of p points, one after another on the calling thread; the arrays
+// are those of Ladders, C-contiguous. Returns 0, or 1 if p is not size * size for a size
+// 2..25 (nothing written). Threads may call it at once: each has its own workspace.
+extern "C" int GojaxLaddersOnHost(const int8_t* boards, const int32_t* kos,
+                                  const int8_t* to_play, const int32_t* budgets, int64_t k,
+                                  int64_t p, bool* laddered, bool* working) {
+  const int size = board_size(p);
+  if (size == 0) return 1;
+  thread_local std::unique_ptr<Workspace> workspace;
+  if (!workspace) workspace = std::make_unique<Workspace>();
+  const Geometry geometry(size);
+  for (int64_t b = 0; b < k; ++b)
+    scan_board(geometry, boards + b * p, kos[b], to_play[b], budgets[b], laddered + b * p,
+               working + b * p, *workspace);
+  return 0;
+}

@@ -54,14 +54,17 @@ root and, when it aborts on the budget, does not restore it; later 2-liberty
 searches may then play the attacker's first move on the ko point. This port
 keeps that flag (see "Design and cost" for how lanes keep it exact).
 
-Native CPU version. On a CPU the scans run as native code instead
-(``_ladders.cc``, compiled on first use, see ``gojax._native``): each board's
-scan in order, each search a depth-first walk that copies the position per
-ply, the boards of a call shared out over XLA's intra-op threads. It is the
+Native version. Where a C++ compiler is found the scans run as native code
+instead (``_ladders.cc``, compiled on first use, see ``gojax._native``): each
+board's scan in order, each search a depth-first walk that copies the position
+per ply. On a CPU it is an XLA FFI call, the boards of a call shared out over
+XLA's intra-op threads; on accelerators a host callback (:func:`scan_on_host`),
+the boards shared out over the host's cores: a GPU runs the loop below as one
+round of kernel launches and a host round trip per step, and on an H100 the
+features of 256 19x19 positions took 108 ms that way (BENCHMARKS.md). It is the
 same function, bit for bit (budget aborts and the leaked ko point included),
-50-200x cheaper than the loop below on a CPU, which still runs on
-accelerators, and on CPUs with ``GOJAX_NATIVE_LADDERS=0`` or without a C++
-compiler.
+50-200x cheaper than the loop below on a CPU; the loop still runs with
+``GOJAX_NATIVE_LADDERS=0`` or without a C++ compiler.
 
 Design and cost. One ``lax.while_loop`` step pops one resolved node, or plays
 one move and evaluates the child (leaves are resolved in the same step), so a
@@ -90,11 +93,17 @@ O(P) vector operations with no flood fill.
 
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
+import itertools
 import math
+import os
+import threading
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gojax._board import (
     _distinct,
@@ -679,8 +688,9 @@ def _num_lanes(num_boards: int) -> int:
     return min(_CPU_MAX_LANES, max(4, int(num_boards * _CPU_LANES_PER_BOARD)))
 
 
-# The same scans as native code (``_ladders.cc``), for CPUs: one board after another, each
-# search a depth-first walk, the boards of a call shared out over XLA's threads. It gives
+# The same scans as native code (``_ladders.cc``): on CPUs as an XLA FFI call, on accelerators
+# on their host through a callback. One board after another, each search a depth-first walk,
+# the boards of a call shared out over XLA's threads (CPU) or the host's (callback). It gives
 # the JAX loop's answers bit for bit, budget aborts and the ko point they leave included.
 _NATIVE_TARGET = "gojax_ladders"
 _NATIVE = Kernel(
@@ -691,15 +701,21 @@ _NATIVE = Kernel(
     fallback="native ladder search off, the JAX loop used instead",
     switch="GOJAX_NATIVE_LADDERS",
 )
+# Board points a host thread scans per call at least: fewer do not pay for handing them over.
+_HOST_POINTS_PER_THREAD = 8 * 361
+_HOST_THREADS = os.cpu_count() or 1
+_host_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_host_pool_lock = threading.Lock()
 
 
 def native_available() -> bool:
-    """Whether CPU scans take the native kernel (compiled on first use; ``gojax._native``).
+    """Whether the scans take the native kernel (compiled on first use; ``gojax._native``):
+    as an FFI call on CPUs, through a host callback on accelerators.
 
-    Off with ``GOJAX_NATIVE_LADDERS=0``, without a C++ compiler, and where the default
-    backend is not a CPU (nothing is compiled on an accelerator's host).
+    Off with ``GOJAX_NATIVE_LADDERS=0`` and without a C++ compiler on the host; the JAX
+    loop then runs on every platform.
     """
-    return jax.default_backend() == "cpu" and _NATIVE.available()
+    return _NATIVE.available()
 
 
 def _scan_boards_native(boards, kos, to_play, budgets):
@@ -713,19 +729,84 @@ def _scan_boards_native(boards, kos, to_play, budgets):
     )
 
 
+def scan_on_host(boards, kos, to_play, budgets) -> tuple[np.ndarray, np.ndarray]:
+    """The native scans of NumPy arrays on this host (``boards [K, P]``, the rest ``[K]``):
+    ``(laddered [K, P], working [K, P])`` bool, as :func:`_scan_boards`.
+
+    The boards are shared out among a pool of the host's threads (the C function releases
+    the GIL), at least ``_HOST_POINTS_PER_THREAD`` points to a thread. Raises RuntimeError
+    where the native kernel is unavailable (:func:`native_available`).
+    """
+    library = _NATIVE.library()
+    if library is None:
+        raise RuntimeError("the native ladder search is unavailable on this host")
+    boards = np.ascontiguousarray(boards, np.int8)
+    kos, budgets = (np.ascontiguousarray(x, np.int32) for x in (kos, budgets))
+    to_play = np.ascontiguousarray(to_play, np.int8)
+    k, p = boards.shape
+    laddered = np.zeros((k, p), np.bool_)
+    working = np.zeros((k, p), np.bool_)
+
+    def scan(lo: int, hi: int) -> None:
+        address = lambda a, row: ctypes.c_void_p(a.ctypes.data + row * a.strides[0])
+        status = library.GojaxLaddersOnHost(
+            address(boards, lo), address(kos, lo), address(to_play, lo), address(budgets, lo),
+            ctypes.c_int64(hi - lo), ctypes.c_int64(p),
+            address(laddered, lo), address(working, lo),
+        )  # fmt: skip
+        if status != 0:
+            raise ValueError(f"ladders: {p} points is not a board of size 2..25")
+
+    parts = max(1, min(_HOST_THREADS, k * p // _HOST_POINTS_PER_THREAD, k))
+    bounds = [k * i // parts for i in range(parts + 1)]
+    if parts == 1:
+        scan(0, k)
+    else:
+        pool = _host_threads()
+        for done in [pool.submit(scan, lo, hi) for lo, hi in itertools.pairwise(bounds)]:
+            done.result()
+    return laddered, working
+
+
+def _host_threads() -> concurrent.futures.ThreadPoolExecutor:
+    """The host threads :func:`scan_on_host` shares boards among (one per core)."""
+    global _host_pool
+    with _host_pool_lock:
+        if _host_pool is None:
+            _host_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_HOST_THREADS, thread_name_prefix="gojax-ladders"
+            )
+        return _host_pool
+
+
+def _scan_boards_host(boards, kos, to_play, budgets):
+    """:func:`_scan_boards` by the native kernel on the host, from any platform's program
+    (a callback: the boards go to the host and the planes come back, a few KB a board)."""
+    out = jax.ShapeDtypeStruct(boards.shape, jnp.bool_)
+    return jax.pure_callback(
+        scan_on_host,
+        (out, out),
+        boards.astype(jnp.int8),
+        kos.astype(jnp.int32),
+        to_play.astype(jnp.int8),
+        budgets.astype(jnp.int32),
+    )
+
+
 @jax.custom_batching.custom_vmap
 def _scan_boards(boards, kos, to_play, budgets):
     """The ladder planes of ``[K]`` boards (``boards [K, P]``, the rest ``[K]``):
     ``(laddered [K, P], working [K, P])``, as :func:`ladder_features` of each.
 
-    On a CPU by the native kernel where it is available (:func:`native_available`), else,
-    and on accelerators, by :func:`_scan_boards_jax`. The platform is chosen when XLA
-    lowers the program, so one traced function serves CPUs and accelerators.
+    By the native kernel where it is available (:func:`native_available`): an FFI call on
+    a CPU, a host callback elsewhere (see the module docstring); else by
+    :func:`_scan_boards_jax`. The platform is chosen when XLA lowers the program, so one
+    traced function serves every platform.
     """
     if not (native_available() and 2 * 2 <= boards.shape[-1] <= 25 * 25):  # the kernel's sizes
         return _scan_boards_jax(boards, kos, to_play, budgets)
     return jax.lax.platform_dependent(
-        boards, kos, to_play, budgets, cpu=_scan_boards_native, default=_scan_boards_jax
+        boards, kos, to_play, budgets, cpu=_scan_boards_native, default=_scan_boards_host
     )
 
 

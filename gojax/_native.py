@@ -7,8 +7,9 @@ without it where the compiler refuses) into a cache folder (the kernel's own
 variable if set, else ``$GOJAX_NATIVE_CACHE``, else ``$XDG_CACHE_HOME/gojax``,
 else ``~/.cache/gojax``), keyed by the source, the flags, jaxlib and the CPU,
 loads it from there afterwards and registers its handlers as CPU targets of
-``jax.ffi``. Without a compiler it warns once and reports the kernel
-unavailable, and its callers take their XLA version.
+``jax.ffi``; a source may also export plain C functions, which callers reach
+through :meth:`Kernel.library` (``ctypes``). Without a compiler it warns once
+and reports the kernel unavailable, and its callers take their XLA version.
 """
 
 from __future__ import annotations
@@ -138,3 +139,8 @@ class Kernel:
                     self._state["ok"] = False
                     self._state["error"] = str(error)
             return bool(self._state["ok"])
+
+    def library(self) -> ctypes.CDLL | None:
+        """The loaded library, for its plain C entry points (called through ``ctypes``);
+        ``None`` where :meth:`available` is False."""
+        return self._state.get("library") if self.available() else None

@@ -1,7 +1,8 @@
-"""The native CPU ladder scan (``gojax/_ladders.cc``) against the JAX loop: the same planes
+"""The native ladder scan (``gojax/_ladders.cc``) against the JAX loop: the same planes
 bit for bit on scripted, reference and random positions, at full and at small budgets
-(aborted searches and the ko point they leave cleared), under ``vmap``; the platform
-choice when lowering; the fallback without a compiler."""
+(aborted searches and the ko point they leave cleared), under ``vmap``, both as the CPU's
+FFI call and as the host callback accelerators make; the platform choice when lowering;
+the fallback without a compiler."""
 
 from __future__ import annotations
 
@@ -36,11 +37,13 @@ pytestmark = pytest.mark.skipif(
 BLACK, WHITE = 1, -1
 jax_scan = fast_jit(_ladders._scan_boards_jax)
 native_scan = fast_jit(_ladders._scan_boards_native)
+host_scan = fast_jit(_ladders._scan_boards_host)  # an accelerator's path, run from a CPU here
 
 
 def scans(boards, kos, to_play, budget=LADDER_SEARCH_BUDGET):
-    """Both scans of ``boards [K, P]`` (``kos``, ``to_play`` ``[K]``): the JAX loop's
-    ``(laddered, working)``, after checking that the native kernel's are the same."""
+    """The scans of ``boards [K, P]`` (``kos``, ``to_play`` ``[K]``): the JAX loop's
+    ``(laddered, working)``, after checking that the native kernel's are the same, as an
+    FFI call and through the host callback."""
     k = len(boards)
     args = (
         jnp.asarray(boards, jnp.int8),
@@ -49,10 +52,11 @@ def scans(boards, kos, to_play, budget=LADDER_SEARCH_BUDGET):
         jnp.full(k, budget, jnp.int32),
     )
     want = [np.asarray(x) for x in jax_scan(*args)]
-    got = [np.asarray(x) for x in native_scan(*args)]
-    for name, g, w in zip(("laddered", "working"), got, want, strict=True):
-        rows = np.flatnonzero((g != w).any(axis=1))
-        assert not rows.size, f"{name} differs on boards {rows.tolist()} at budget {budget}"
+    for path, scan in (("ffi", native_scan), ("host", host_scan)):
+        got = [np.asarray(x) for x in scan(*args)]
+        for name, g, w in zip(("laddered", "working"), got, want, strict=True):
+            rows = np.flatnonzero((g != w).any(axis=1))
+            assert not rows.size, f"{path}: {name} differs on boards {rows.tolist()} at {budget}"
     return want
 
 
@@ -240,19 +244,43 @@ def test_vmap_and_nested_vmap_call_the_kernel():
         np.testing.assert_array_equal(np.asarray(g).reshape(w.shape), w)
 
 
-def test_accelerator_lowering_takes_the_jax_loop():
+def test_lowering_takes_the_kernel_unless_it_is_off(monkeypatch):
+    """A CPU program calls the kernel; with ``GOJAX_NATIVE_LADDERS=0`` every platform's
+    program runs the JAX loop (an accelerator's program otherwise makes a host callback,
+    which cannot be lowered for a GPU on a machine without one)."""
     board = jnp.asarray(draw(LADDER))
-    fn = jax.jit(lambda b: _ladder_features(b, jnp.int32(-1), jnp.int8(BLACK), 100))
-    cpu = fn.trace(board).lower(lowering_platforms=("cpu",)).as_text()
-    cuda = fn.trace(board).lower(lowering_platforms=("cuda",)).as_text()
-    assert "gojax_ladders" in cpu
-    assert "gojax_ladders" not in cuda and "while" in cuda
+    fn = lambda b: _ladder_features(b, jnp.int32(-1), jnp.int8(BLACK), 100)  # noqa: E731
+    cpu = jax.jit(fn).trace(board).lower(lowering_platforms=("cpu",)).as_text()
+    assert "gojax_ladders" in cpu and "callback" not in cpu
+    monkeypatch.setenv("GOJAX_NATIVE_LADDERS", "0")
+    for platform in ("cpu", "cuda"):
+        off = jax.jit(lambda b: fn(b)).trace(board).lower(lowering_platforms=(platform,))
+        text = off.as_text()
+        assert "gojax_ladders" not in text and "callback" not in text and "while" in text
+
+
+def test_the_host_scan_shares_boards_among_threads(monkeypatch):
+    """:func:`scan_on_host` on NumPy arrays: many boards split among the host's threads
+    give the FFI call's planes, one thread or several."""
+    boards, kos, to_play = random_positions(19, 24, seed=21, at_ko=True)
+    budgets = np.full(len(boards), LADDER_SEARCH_BUDGET, np.int32)
+    want = [np.asarray(x) for x in native_scan(boards, kos, to_play.astype(np.int8), budgets)]
+    assert want[0].any() and want[1].any()
+    for threads in (1, 3, 7):
+        monkeypatch.setattr(_ladders, "_HOST_THREADS", threads)
+        monkeypatch.setattr(_ladders, "_HOST_POINTS_PER_THREAD", 361)
+        got = _ladders.scan_on_host(boards, kos, to_play, budgets)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == np.bool_ and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
 
 
 def test_bad_shapes_are_refused():
     boards = jnp.zeros((2, 10), jnp.int8)  # 10 points: no square board
     with pytest.raises(Exception, match="size"):
         native_scan(boards, jnp.full(2, -1), jnp.ones(2, jnp.int8), jnp.ones(2, jnp.int32))
+    with pytest.raises(ValueError, match="10 points is not a board of size 2..25"):
+        _ladders.scan_on_host(np.zeros((2, 10)), np.full(2, -1), np.ones(2), np.ones(2))
     boards = jnp.zeros((1, 26 * 26), jnp.int8)
     with pytest.raises(Exception, match="size"):
         native_scan(boards, jnp.full(1, -1), jnp.ones(1, jnp.int8), jnp.ones(1, jnp.int32))
