@@ -29,6 +29,11 @@ from gojax import _ladders
 from gojax._game import state_from_moves
 from gojax._ladders import LADDER_SEARCH_BUDGET, _ladder_features, ladder_features_of_boards
 from gojax.katago_features import katago_inputs
+from gojax.nn import example_inputs
+from gojax.search import SearchConfig
+from train import model as model_lib
+from train.loop import selfplay_functions
+from train.selfplay import SelfPlayConfig, play_games
 
 pytestmark = pytest.mark.skipif(
     not _ladders.native_available(), reason="no C++ compiler for the native ladder search"
@@ -306,3 +311,45 @@ def test_without_a_compiler_it_falls_back_with_a_warning(tmp_path):
     assert "available False" in out.stdout and "laddered [40]" in out.stdout
     assert "could not compile the native ladder search" in out.stderr
     assert "no-such-compiler" in out.stderr
+
+
+def test_selfplay_through_the_host_callback_plays_the_same_games(monkeypatch):
+    """The accelerators' path inside a whole self-play program (the search's loops, the
+    evaluator's vmaps): with the FFI call swapped for the host callback, as on a GPU, the
+    same KataGo-feature games, inputs, policies and values as through the FFI call."""
+    spec = model_lib.ModelSpec("tiny")
+    net = model_lib.build(spec)
+    evaluator_fn, encode_fn = selfplay_functions(spec)
+    variables = jax.jit(net.init)(jax.random.key(0), *example_inputs(net, 1, 7))
+    config = SelfPlayConfig(
+        size=7, num_games=6, num_steps=20, search=SearchConfig(kind="puct", num_simulations=3)
+    )
+    key = jax.random.key(5)
+    calls = []
+    monkeypatch.setattr(_ladders, "scan_on_host", counted(_ladders.scan_on_host, calls))
+    runs = []
+    for path in ("ffi", "host"):
+        if path == "host":
+            monkeypatch.setattr(_ladders, "_scan_boards_native", _ladders._scan_boards_host)
+        # A new static evaluator object: the jitted self-play would reuse the first trace.
+        fresh = lambda variables, fn=evaluator_fn: fn(variables)  # noqa: E731
+        traj, _ = play_games(fresh, encode_fn, variables, key, config)
+        runs.append(jax.device_get(traj))
+        assert (len(calls) > 0) == (path == "host")
+    ffi, host = runs
+    assert np.asarray(ffi.inputs["spatial"][..., 14:18]).any()  # ladder planes in play
+    for name in ("action", "policy", "value", "inputs"):
+        for got, want in zip(
+            jax.tree.leaves(getattr(host, name)), jax.tree.leaves(getattr(ffi, name)), strict=True
+        ):
+            np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def counted(fn, calls: list):
+    """``fn``, recording each call in ``calls``."""
+
+    def wrapper(*args):
+        calls.append(len(args))
+        return fn(*args)
+
+    return wrapper
