@@ -703,9 +703,28 @@ _NATIVE = Kernel(
 )
 # Board points a host thread scans per call at least: fewer do not pay for handing them over.
 _HOST_POINTS_PER_THREAD = 8 * 361
-_HOST_THREADS = os.cpu_count() or 1
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the platform tells)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+_HOST_THREADS = _usable_cores()
 _host_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _host_pool_lock = threading.Lock()
+
+
+def _forget_host_threads() -> None:
+    """In a forked child: the parent's pool threads do not exist there, so start anew."""
+    global _host_pool, _host_pool_lock
+    _host_pool, _host_pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_host_threads)
 
 
 def native_available() -> bool:
@@ -769,7 +788,7 @@ def scan_on_host(boards, kos, to_play, budgets) -> tuple[np.ndarray, np.ndarray]
 
 
 def _host_threads() -> concurrent.futures.ThreadPoolExecutor:
-    """The host threads :func:`scan_on_host` shares boards among (one per core)."""
+    """The host threads :func:`scan_on_host` shares boards among (one per core it may use)."""
     global _host_pool
     with _host_pool_lock:
         if _host_pool is None:

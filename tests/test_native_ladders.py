@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -278,6 +282,40 @@ def test_the_host_scan_shares_boards_among_threads(monkeypatch):
         for g, w in zip(got, want, strict=True):
             assert g.dtype == np.bool_ and g.shape == w.shape
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_the_host_scan_runs_in_a_forked_child(monkeypatch):
+    """A child forked after the parent's pool started has none of its threads: its scans
+    start a pool of their own instead of waiting on the parent's forever."""
+    boards, kos, to_play = random_positions(19, 8, seed=3)
+    budgets = np.full(len(boards), LADDER_SEARCH_BUDGET, np.int32)
+    monkeypatch.setattr(_ladders, "_HOST_THREADS", 2)
+    monkeypatch.setattr(_ladders, "_HOST_POINTS_PER_THREAD", 361)
+    want = _ladders.scan_on_host(boards, kos, to_play, budgets)
+    # Both of the parent's pool threads started (a fast scan may have needed only one).
+    both = threading.Barrier(2)
+    pool = _ladders._host_threads()
+    for started in [pool.submit(both.wait, 30) for _ in range(2)]:
+        started.result()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's warning about fork
+        pid = os.fork()
+    if pid == 0:  # the child: numpy and the C function only, then out without cleanup
+        code = 2
+        try:
+            got = _ladders.scan_on_host(boards, kos, to_play, budgets)
+            code = 0 if all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)) else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's scan hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
 def test_bad_shapes_are_refused():
