@@ -163,16 +163,21 @@ class AnalyzeOptions:
         self.min_moves = 0
         self.max_moves = 1_000_000
         self.avoid: np.ndarray | None = None  # [2, A] plies, as gojax.search.search's
+        # Sabaki's ``analyze``: KataGo's numbers always with a decimal point (C++'s showpoint)
+        self.showpoint = False
 
     @classmethod
-    def parse(cls, args: list[str], size: int) -> AnalyzeOptions:
+    def parse(cls, args: list[str], size: int, *, sabaki: bool = False) -> AnalyzeOptions:
         """``[colour] [interval] {key value}``; the interval is in centiseconds.
 
         ``avoid COLOUR VERTEX,VERTEX,... DEPTH`` (any number) keeps those moves
         of that player out of the search in the first ``DEPTH`` plies; ``allow``
-        (once, not with ``avoid``) keeps every other move out.
+        (once, not with ``avoid``) keeps every other move out. ``sabaki``: the
+        options of KataGo's ``analyze`` and ``genmove_analyze`` (no ownership, root
+        or PV-visit switches, as there) and numbers printed with a decimal point.
         """
         opts = cls()
+        opts.showpoint = sabaki
         rest = list(args)
         if rest and rest[0].lower() in ("b", "w", "black", "white"):
             opts.colour = _colour(rest.pop(0))
@@ -194,7 +199,7 @@ class AnalyzeOptions:
             value = rest.pop(0)
             if key == "interval":
                 opts.interval = _int(value, 0) / 100
-            elif key in _SWITCHES:
+            elif key in _SWITCHES and not sabaki:
                 if value not in ("true", "false"):
                     raise GTPError("syntax error")
                 setattr(opts, _SWITCHES[key], value == "true")
@@ -217,7 +222,14 @@ class AnalyzeOptions:
 
 
 def _fmt(x: float) -> str:
+    """A number as KataGo's C++ streams print it: 6 significant digits, no trailing zeros."""
     return f"{x:.6g}" if math.isfinite(x) else "0"
+
+
+def _fmt_point(x: float) -> str:
+    """The same with C++'s ``showpoint`` (KataGo's ``analyze`` for Sabaki): trailing zeros
+    kept, so that every number has a decimal point (0.5 is ``0.500000``, 12 ``12.0000``)."""
+    return f"{x:#.6g}" if math.isfinite(x) else "0.00000"
 
 
 def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeOptions) -> str:
@@ -230,8 +242,10 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
     Boards are ``[P]`` values, row-major from the top left. All from the mover's
     view. Every visit weighs the same in gojax's searches: a move's ``weight`` is
     its visits, and without graph search its ``edgeVisits`` and ``pvEdgeVisits``
-    are its visits and ``pvVisits``.
+    are its visits and ``pvVisits``. With ``opts.showpoint`` (Sabaki's ``analyze``) the
+    numbers keep their trailing zeros, as KataGo prints them there.
     """
+    fmt = _fmt_point if opts.showpoint else _fmt
     listed = analysis.moves[: max(opts.max_moves, 1)]
     per_move = opts.moves_ownership or opts.moves_ownership_stdev
     if kata and per_move and analysis.moves_ownership is not None:
@@ -251,15 +265,15 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
             continue
         fields = [
             f"info move {vertex} visits {info.visits} edgeVisits {info.visits}",
-            f"utility {_fmt(info.utility)} winrate {_fmt(info.winrate)}",
-            f"scoreMean {_fmt(info.score_lead)} scoreStdev {_fmt(info.score_stdev)}",
-            f"scoreLead {_fmt(info.score_lead)} scoreSelfplay {_fmt(info.score_selfplay)}",
+            f"utility {fmt(info.utility)} winrate {fmt(info.winrate)}",
+            f"scoreMean {fmt(info.score_lead)} scoreStdev {fmt(info.score_stdev)}",
+            f"scoreLead {fmt(info.score_lead)} scoreSelfplay {fmt(info.score_selfplay)}",
         ]
         if opts.no_result_value:
-            fields.append(f"noResultValue {_fmt(info.no_result)}")
+            fields.append(f"noResultValue {fmt(info.no_result)}")
         fields += [
-            f"prior {_fmt(info.prior)} lcb {_fmt(info.lcb)} utilityLcb {_fmt(info.utility_lcb)}",
-            f"weight {info.visits}",
+            f"prior {fmt(info.prior)} lcb {fmt(info.lcb)} utilityLcb {fmt(info.utility_lcb)}",
+            f"weight {fmt(float(info.visits))}",
         ]
         if info.symmetry_of is not None:
             fields.append(f"isSymmetryOf {action_to_gtp(info.symmetry_of, size)}")
@@ -270,29 +284,29 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
         if opts.pv_edge_visits:
             fields.append(f"pvEdgeVisits {visits_along}")
         if per_move and opts.moves_ownership:
-            fields.append("movesOwnership " + _board_values(moves_means[k]))
+            fields.append("movesOwnership " + _board_values(moves_means[k], fmt))
         if per_move and opts.moves_ownership_stdev:
-            fields.append("movesOwnershipStdev " + _board_values(moves_stdevs[k]))
+            fields.append("movesOwnershipStdev " + _board_values(moves_stdevs[k], fmt))
         parts.append(" ".join(fields))
     if kata and opts.root_info:
-        lead = _fmt(analysis.score_lead)
+        lead = fmt(analysis.score_lead)
         parts.append(
-            f"rootInfo visits {analysis.visits} utility {_fmt(analysis.utility)} "
-            f"winrate {_fmt(analysis.winrate)} scoreMean {lead} "
-            f"scoreStdev {_fmt(analysis.score_stdev)} scoreLead {lead} "
-            f"scoreSelfplay {_fmt(analysis.score_selfplay)} weight {analysis.visits}"
+            f"rootInfo visits {analysis.visits} utility {fmt(analysis.utility)} "
+            f"winrate {fmt(analysis.winrate)} scoreMean {lead} "
+            f"scoreStdev {fmt(analysis.score_stdev)} scoreLead {lead} "
+            f"scoreSelfplay {fmt(analysis.score_selfplay)} weight {fmt(float(analysis.visits))}"
         )
     if kata and opts.ownership:
-        parts.append("ownership " + _board_values(analysis.ownership))
+        parts.append("ownership " + _board_values(analysis.ownership, fmt))
     if kata and opts.ownership_stdev:
         spread = analysis.ownership_stdev
         spread = np.zeros_like(analysis.ownership) if spread is None else spread
-        parts.append("ownershipStdev " + _board_values(spread))
+        parts.append("ownershipStdev " + _board_values(spread, fmt))
     return " ".join(parts)
 
 
-def _board_values(values: np.ndarray) -> str:
-    return " ".join(_fmt(float(x)) for x in values)
+def _board_values(values: np.ndarray, fmt: Callable[[float], str] = _fmt) -> str:
+    return " ".join(fmt(float(x)) for x in values)
 
 
 # ``kata-raw-nn``'s single numbers: (KataGo's key, ``gojax.evaluate``'s output, format).
@@ -515,8 +529,10 @@ class GTPServer:
             "kata-set-param": self.cmd_kata_set_param,
             "kata-set-params": self.cmd_kata_set_params,
             "kata-analyze": self.cmd_kata_analyze,
+            "analyze": self.cmd_analyze,
             "lz-genmove_analyze": self.cmd_lz_genmove_analyze,
             "kata-genmove_analyze": self.cmd_kata_genmove_analyze,
+            "genmove_analyze": self.cmd_genmove_analyze,
             "kata-search": self.cmd_kata_search,
             "kata-search_analyze": self.cmd_kata_search_analyze,
             "kata-search_cancellable": self.cmd_kata_search_cancellable,
@@ -980,8 +996,8 @@ class GTPServer:
         self.engine.player.new_game()
         return ""
 
-    def _start_analysis(self, args, ident, *, kata: bool):
-        opts = AnalyzeOptions.parse(args, self.engine.size)
+    def _start_analysis(self, args, ident, *, kata: bool, sabaki: bool = False):
+        opts = AnalyzeOptions.parse(args, self.engine.size, sabaki=sabaki)
         analysis = _Analysis(self, opts, kata)  # may fail (bad position): before the "="
         self.write(f"={ident}\n")
         self._analysis = analysis
@@ -993,6 +1009,11 @@ class GTPServer:
 
     def cmd_kata_analyze(self, args, ident):
         return self._start_analysis(args, ident, kata=True)
+
+    def cmd_analyze(self, args, ident):
+        """KataGo's ``analyze`` (Sabaki's): ``kata-analyze``'s lines, numbers with a decimal
+        point, without the options only ``kata-analyze`` has."""
+        return self._start_analysis(args, ident, kata=True, sabaki=True)
 
     def _genmove_analyze(
         self, opts: AnalyzeOptions, ident, *, kata: bool, play: bool = True, stop=None
@@ -1025,6 +1046,11 @@ class GTPServer:
 
     def cmd_kata_genmove_analyze(self, args, ident):
         opts = AnalyzeOptions.parse(args, self.engine.size)
+        return self._genmove_analyze(opts, ident, kata=True)
+
+    def cmd_genmove_analyze(self, args, ident):
+        """``kata-genmove_analyze`` in ``analyze``'s form (see :meth:`cmd_analyze`)."""
+        opts = AnalyzeOptions.parse(args, self.engine.size, sabaki=True)
         return self._genmove_analyze(opts, ident, kata=True)
 
     def cmd_kata_search_analyze(self, args, ident):

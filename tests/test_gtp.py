@@ -237,7 +237,7 @@ def test_list_commands_names_every_command_once():
         "komi play genmove undo showboard final_score final_status_list loadsgf printsgf "
         "fixed_handicap place_free_handicap set_free_handicap time_settings time_left "
         "kgs-time_settings kgs-rules kgs-genmove_cleanup kata-set-rules kata-get-rules "
-        "lz-analyze kata-analyze lz-genmove_analyze kata-genmove_analyze"
+        "lz-analyze kata-analyze lz-genmove_analyze kata-genmove_analyze analyze genmove_analyze"
     ).split():
         assert name in listed
 
@@ -676,6 +676,56 @@ def test_genmove_analyze_streams_then_plays():
     assert len(server.engine.moves) == 1
     reply = ask(server, "kata-genmove_analyze 50 ownership true")
     assert " ownership " in reply.split("\n")[1] and reply.split("\n")[-1].startswith("play ")
+
+
+# KataGo's kata-analyze fields holding C++ doubles (printed with a decimal point by
+# ``analyze``) and those holding integers.
+KATA_FLOAT_FIELDS = (
+    "utility winrate scoreMean scoreStdev scoreLead scoreSelfplay prior lcb utilityLcb weight"
+).split()
+KATA_INT_FIELDS = ("visits", "edgeVisits", "order")
+
+
+def kata_fields(info: str) -> dict[str, str]:
+    """The single-valued fields of one ``info move`` part of a kata-analyze line."""
+    tokens = info.split(" pv ")[0].split()[1:]  # after "info"
+    return dict(zip(tokens[::2], tokens[1::2], strict=True))
+
+
+def test_sabaki_analyze_is_kata_analyze_with_every_number_pointed():
+    """KataGo's ``analyze``/``genmove_analyze`` (what Sabaki sends): kata-analyze's
+    fields, the doubles printed with C++'s showpoint; only the options lz-analyze has."""
+    server = make_server()
+    reply = ask(server, "genmove_analyze b 1 maxmoves 4").split("\n")
+    assert reply[0] == "=" and re.fullmatch(r"play [A-HJ][1-9]", reply[-1])
+    infos = re.split(r" (?=info )", reply[1])
+    assert 1 <= len(infos) <= 4
+    for info in infos:
+        fields = kata_fields(info)
+        assert list(fields)[:2] == ["move", "visits"] and set(KATA_FLOAT_FIELDS) <= set(fields)
+        for key in KATA_FLOAT_FIELDS:  # 6 significant digits, trailing zeros kept
+            assert re.fullmatch(r"-?(\d\.\d{5}(e[+-]\d+)?|\d+\.\d*)", fields[key]), (key, info)
+            assert len(fields[key].lstrip("-").replace(".", "").split("e")[0].lstrip("0")) <= 6
+        for key in KATA_INT_FIELDS:
+            assert re.fullmatch(r"\d+", fields[key]), (key, info)
+        assert float(fields["weight"]) == int(fields["visits"])
+    # kata-analyze's own switches are not analyze's (KataGo: a parse failure).
+    for switch in ("ownership true", "rootInfo true", "pvVisits true", "movesOwnership true"):
+        assert ask(server, f"analyze b 10 {switch}") == "? syntax error", switch
+    assert run(server, "analyze w 0 maxmoves 3 minmoves 1 avoid b e5 1\n") == ["="]
+
+
+def test_pointed_numbers_are_cpp_showpoint():
+    from eval.gtp import _fmt, _fmt_point
+
+    cases = {0.5: "0.500000", 12.0: "12.0000", 0.0: "0.00000", -0.25: "-0.250000",
+             1e-5: "1.00000e-05", 123456789.0: "1.23457e+08", 0.1234567: "0.123457"}  # fmt: skip
+    for value, pointed in cases.items():
+        assert _fmt_point(value) == pointed
+        if "e" not in pointed:  # kata-analyze's: the same digits, trailing zeros dropped
+            assert _fmt(value) == pointed.rstrip("0").rstrip(".")
+    assert _fmt(1e-5) == "1e-05" and _fmt(123456789.0) == "1.23457e+08"
+    assert _fmt_point(math.nan) == "0.00000"
 
 
 # ----------------------------------------------------------------------------
