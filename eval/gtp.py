@@ -296,6 +296,12 @@ def format_analysis(analysis: Analysis, size: int, *, kata: bool, opts: AnalyzeO
             f"scoreStdev {fmt(analysis.score_stdev)} scoreLead {lead} "
             f"scoreSelfplay {fmt(analysis.score_selfplay)} weight {fmt(float(analysis.visits))}"
         )
+        if analysis.raw_errors is not None:  # the root evaluation's, as KataGo adds them
+            wl_error, score_error, time_left = analysis.raw_errors
+            parts.append(
+                f"rawStWrError {fmt(wl_error)} rawStScoreError {fmt(score_error)} "
+                f"rawVarTimeLeft {fmt(time_left)}"
+            )
     if kata and opts.ownership:
         parts.append("ownership " + _board_values(analysis.ownership, fmt))
     if kata and opts.ownership_stdev:

@@ -185,6 +185,9 @@ class Analysis:
     # the root's mean utility (see MoveInfo.utility) and mean final score (scoreSelfplay)
     utility: float = 0.0
     score_selfplay: float = 0.0
+    # the root evaluation's short-term error heads and time-left variance (KataGo's
+    # rawStWrError, rawStScoreError, rawVarTimeLeft); None for nets without them
+    raw_errors: tuple[float, float, float] | None = None
 
     @property
     def best(self) -> MoveInfo:
@@ -299,6 +302,7 @@ def _policy_analysis(
     allowed: np.ndarray | None = None,
     no_result: float = 0.0,
     score_selfplay: float | None = None,
+    raw_errors: tuple[float, float, float] | None = None,
 ) -> Analysis:
     """The analysis of one network evaluation: moves by prior, ``chosen`` first with 1 visit.
 
@@ -312,6 +316,7 @@ def _policy_analysis(
       allowed: ``[P+1]`` bool, the only moves to list (as :func:`root_moves`); ignored
         where it leaves no legal move.
       score_selfplay: the mean of the predicted final score (default: ``score_lead``).
+      raw_errors: the evaluation's :func:`raw_errors`.
     """
     score_selfplay = score_lead if score_selfplay is None else score_selfplay
     utility = 2.0 * winrate - 1.0
@@ -353,6 +358,21 @@ def _policy_analysis(
         ownership_stdev=np.zeros_like(ownership),
         utility=utility,
         score_selfplay=score_selfplay,
+        raw_errors=raw_errors,
+    )
+
+
+def raw_errors(out: dict[str, np.ndarray], row: int = 0) -> tuple[float, float, float] | None:
+    """KataGo's ``rawStWrError``, ``rawStScoreError`` and ``rawVarTimeLeft`` of row ``row``
+    of a net's outputs (its win-loss error on the [0, 1] win-rate scale, hence the half),
+    or None where the net has no short-term heads."""
+    if "shortterm_winloss_error" not in out:
+        return None
+    take = lambda key: _finite(float(np.asarray(out[key]).reshape(-1)[row]))  # noqa: E731
+    return (
+        0.5 * take("shortterm_winloss_error"),
+        take("shortterm_score_error"),
+        take("var_time_left"),
     )
 
 
@@ -432,6 +452,7 @@ class PolicyPlayer(_OneShotPlayer):
             allowed=allowed,
             no_result=float(out["no_result"]),
             score_selfplay=float(out["white_score_selfplay"]) * -mover,
+            raw_errors=raw_errors(out),
         )
 
     def evaluate(self, state: GoState) -> Analysis:
@@ -768,6 +789,7 @@ class SearchPlayer:
             allowed=allowed,
             no_result=float(out["no_result"][0]),
             score_selfplay=float(out["white_score_selfplay"][0]) * -mover,
+            raw_errors=raw_errors(out),
         )
 
     def _visits_that_fit(self, left: float, needed: float) -> int:
@@ -1296,6 +1318,7 @@ def search_analysis(
         moves_ownership=moves_ownership if nodes_tracked else None,
         utility=_finite(float(host.root_utility[index])),
         score_selfplay=root_selfplay,
+        raw_errors=raw_errors(out),
     )
 
 

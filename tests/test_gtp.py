@@ -674,8 +674,11 @@ def test_genmove_analyze_streams_then_plays():
     assert lines[0] == "=3" and lines[1].startswith("info move ")
     assert re.fullmatch(r"play [A-HJ][1-9]", lines[-1])
     assert len(server.engine.moves) == 1
-    reply = ask(server, "kata-genmove_analyze 50 ownership true")
+    reply = ask(server, "kata-genmove_analyze 50 ownership true rootInfo true")
     assert " ownership " in reply.split("\n")[1] and reply.split("\n")[-1].startswith("play ")
+    # No network, so no short-term error heads: rootInfo ends at its weight.
+    assert re.search(r" rootInfo visits 1 .* weight 1 ownership ", reply.split("\n")[1])
+    assert "rawStWrError" not in reply
 
 
 # KataGo's kata-analyze fields holding C++ doubles (printed with a decimal point by

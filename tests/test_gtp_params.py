@@ -538,6 +538,11 @@ def test_kata_analyze_reports_katagos_utility_and_score_spread():
     assert len({m["scoreStdev"] for m in visited}) > 1  # each move's own spread
     root = re.search(r"rootInfo visits (\d+) utility (\S+) winrate (\S+)", line).groups()
     assert int(root[0]) == 17 and abs(float(root[1]) - (2 * float(root[2]) - 1)) < 0.4
+    # The root evaluation's short-term heads after the weight, as KataGo prints them: this
+    # g170 net has none, which KataGo reports as -1 (the win-loss error halved).
+    assert re.search(
+        r" weight 17 rawStWrError -0\.5 rawStScoreError -1 rawVarTimeLeft -1$", line
+    ), line
     # Without the score utility, the utility is the value alone.
     player = SearchPlayer(
         reference_model(), visits=16, search="katago", symmetry=0, score_utility=False
