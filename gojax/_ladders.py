@@ -64,7 +64,9 @@ round of kernel launches and a host round trip per step, and on an H100 the
 features of 256 19x19 positions took 108 ms that way (BENCHMARKS.md). It is the
 same function, bit for bit (budget aborts and the leaked ko point included),
 50-200x cheaper than the loop below on a CPU; the loop still runs with
-``GOJAX_NATIVE_LADDERS=0`` or without a C++ compiler.
+``GOJAX_NATIVE_LADDERS=0`` or without a C++ compiler, and
+``GOJAX_NATIVE_LADDERS=host`` makes every platform take the host callback (how
+the accelerators' path is checked on a CPU).
 
 Design and cost. One ``lax.while_loop`` step pops one resolved node, or plays
 one move and evaluates the child (leaves are resolved in the same step), so a
@@ -99,6 +101,7 @@ import itertools
 import math
 import os
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -812,18 +815,28 @@ def _scan_boards_host(boards, kos, to_play, budgets):
     )
 
 
-@jax.custom_batching.custom_vmap
 def _scan_boards(boards, kos, to_play, budgets):
     """The ladder planes of ``[K]`` boards (``boards [K, P]``, the rest ``[K]``):
     ``(laddered [K, P], working [K, P])``, as :func:`ladder_features` of each.
 
     By the native kernel where it is available (:func:`native_available`): an FFI call on
-    a CPU, a host callback elsewhere (see the module docstring); else by
-    :func:`_scan_boards_jax`. The platform is chosen when XLA lowers the program, so one
-    traced function serves every platform.
+    a CPU, a host callback elsewhere (see the module docstring), chosen when XLA lowers
+    the program, so one traced function serves every platform; with
+    ``GOJAX_NATIVE_LADDERS=host`` the host callback on every platform (what accelerators
+    run, for checking it on a CPU). Else by :func:`_scan_boards_jax`.
+
+    The choice is made here, at each trace, outside the batched scans: JAX may cache what
+    a ``custom_vmap`` rule traced (jax 0.11 does), so a choice made inside one would
+    stay the first one made.
     """
     if not (native_available() and 2 * 2 <= boards.shape[-1] <= 25 * 25):  # the kernel's sizes
-        return _scan_boards_jax(boards, kos, to_play, budgets)
+        return _SCANS["loop"](boards, kos, to_play, budgets)
+    host = os.environ.get(_NATIVE.switch) == "host"
+    return _SCANS["host" if host else "native"](boards, kos, to_play, budgets)
+
+
+def _scan_boards_anywhere(boards, kos, to_play, budgets):
+    """The native scans: an FFI call on a CPU, a host callback on other platforms."""
     return jax.lax.platform_dependent(
         boards, kos, to_play, budgets, cpu=_scan_boards_native, default=_scan_boards_host
     )
@@ -840,7 +853,7 @@ def _scan_boards_jax(boards, kos, to_play, budgets):
     between the old and new loop state of every board, whole [D, P] stacks included
     (about 1.2 MB a board on 19x19), which cost more than the search itself. Under
     ``vmap`` (any depth of it) the boards of the whole batch are flattened into one
-    such loop, see :func:`_scan_boards_batched`.
+    such loop, see :func:`_batched_scans`.
     """
     roots = jax.vmap(_root)(boards, kos, to_play, budgets)
     lanes = _num_lanes(boards.shape[0])
@@ -849,19 +862,36 @@ def _scan_boards_jax(boards, kos, to_play, budgets):
     return jax.vmap(_planes)(roots, *_scan_in_lanes(roots, lanes))
 
 
-@_scan_boards.def_vmap
-def _scan_boards_batched(axis_size, in_batched, boards, kos, to_play, budgets):
-    """``vmap`` of :func:`_scan_boards`: the ``[B, K]`` boards as one batch of ``B*K``
-    (calling :func:`_scan_boards` again, so an outer ``vmap`` flattens its axis too)."""
-    args = [
-        x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-        for x, batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
-    ]
-    k = boards.shape[-2]
-    flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
-    laddered, working = _scan_boards(*flat)
-    p = boards.shape[-1]
-    return (laddered.reshape(axis_size, k, p), working.reshape(axis_size, k, p)), (True, True)
+def _batched_scans(scan: Callable) -> Callable:
+    """``scan`` of ``[K]`` boards as a function whose ``vmap`` (any depth of it) runs one
+    ``scan`` of all the batch's boards: the ``[B, K]`` boards flattened to ``B*K``."""
+
+    @jax.custom_batching.custom_vmap
+    def scan_boards(boards, kos, to_play, budgets):
+        return scan(boards, kos, to_play, budgets)
+
+    @scan_boards.def_vmap
+    def batched(axis_size, in_batched, boards, kos, to_play, budgets):
+        args = [
+            x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+            for x, batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
+        ]
+        k = boards.shape[-2]
+        flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
+        laddered, working = scan_boards(*flat)  # itself again: an outer vmap flattens too
+        p = boards.shape[-1]
+        return (laddered.reshape(axis_size, k, p), working.reshape(axis_size, k, p)), (True, True)
+
+    return scan_boards
+
+
+# One batched scan for each way of scanning (``_scan_boards`` picks): each keeps its own
+# traces, whatever JAX caches of them.
+_SCANS = {
+    "native": _batched_scans(_scan_boards_anywhere),
+    "host": _batched_scans(_scan_boards_host),
+    "loop": _batched_scans(_scan_boards_jax),
+}
 
 
 def _ladder_features(

@@ -254,18 +254,26 @@ def test_vmap_and_nested_vmap_call_the_kernel():
 
 
 def test_lowering_takes_the_kernel_unless_it_is_off(monkeypatch):
-    """A CPU program calls the kernel; with ``GOJAX_NATIVE_LADDERS=0`` every platform's
-    program runs the JAX loop (an accelerator's program otherwise makes a host callback,
-    which cannot be lowered for a GPU on a machine without one)."""
+    """A CPU program calls the kernel; with ``GOJAX_NATIVE_LADDERS=host`` it makes the host
+    callback an accelerator's program makes (which cannot be lowered for a GPU on a machine
+    without one); with ``GOJAX_NATIVE_LADDERS=0`` every platform's program runs the JAX
+    loop, batched or not."""
     board = jnp.asarray(draw(LADDER))
     fn = lambda b: _ladder_features(b, jnp.int32(-1), jnp.int8(BLACK), 100)  # noqa: E731
     cpu = jax.jit(fn).trace(board).lower(lowering_platforms=("cpu",)).as_text()
     assert "gojax_ladders" in cpu and "callback" not in cpu
+    monkeypatch.setenv("GOJAX_NATIVE_LADDERS", "host")  # the accelerators' way, on a CPU
+    host = jax.jit(lambda b: fn(b)).trace(board).lower(lowering_platforms=("cpu",)).as_text()
+    assert "gojax_ladders" not in host and "callback" in host and "while" not in host
     monkeypatch.setenv("GOJAX_NATIVE_LADDERS", "0")
     for platform in ("cpu", "cuda"):
         off = jax.jit(lambda b: fn(b)).trace(board).lower(lowering_platforms=(platform,))
         text = off.as_text()
         assert "gojax_ladders" not in text and "callback" not in text and "while" in text
+    # Under vmap too (where JAX may cache a batching rule's trace).
+    boards = jnp.stack([board] * 3)
+    batched = jax.jit(jax.vmap(lambda b: fn(b))).trace(boards).lower(lowering_platforms=("cpu",))
+    assert "gojax_ladders" not in batched.as_text() and "while" in batched.as_text()
 
 
 def test_the_host_scan_shares_boards_among_threads(monkeypatch):
@@ -353,8 +361,8 @@ def test_without_a_compiler_it_falls_back_with_a_warning(tmp_path):
 
 def test_selfplay_through_the_host_callback_plays_the_same_games(monkeypatch):
     """The accelerators' path inside a whole self-play program (the search's loops, the
-    evaluator's vmaps): with the FFI call swapped for the host callback, as on a GPU, the
-    same KataGo-feature games, inputs, policies and values as through the FFI call."""
+    evaluator's vmaps): with ``GOJAX_NATIVE_LADDERS=host`` the host callback, as on a GPU,
+    plays the same KataGo-feature games, inputs, policies and values as the FFI call."""
     spec = model_lib.ModelSpec("tiny")
     net = model_lib.build(spec)
     evaluator_fn, encode_fn = selfplay_functions(spec)
@@ -368,7 +376,7 @@ def test_selfplay_through_the_host_callback_plays_the_same_games(monkeypatch):
     runs = []
     for path in ("ffi", "host"):
         if path == "host":
-            monkeypatch.setattr(_ladders, "_scan_boards_native", _ladders._scan_boards_host)
+            monkeypatch.setenv("GOJAX_NATIVE_LADDERS", "host")
         # A new static evaluator object: the jitted self-play would reuse the first trace.
         fresh = lambda variables, fn=evaluator_fn: fn(variables)  # noqa: E731
         traj, _ = play_games(fresh, encode_fn, variables, key, config)
