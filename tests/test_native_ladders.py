@@ -306,8 +306,9 @@ def test_the_host_scan_runs_in_a_forked_child(monkeypatch):
     pool = _ladders._host_threads()
     for started in [pool.submit(both.wait, 30) for _ in range(2)]:
         started.result()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's warning about fork
+    with warnings.catch_warnings():  # JAX's and Python's warnings about fork and threads
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # the child: numpy and the C function only, then out without cleanup
         code = 2
