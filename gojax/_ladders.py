@@ -873,8 +873,8 @@ def _batched_scans(scan: Callable) -> Callable:
     @scan_boards.def_vmap
     def batched(axis_size, in_batched, boards, kos, to_play, budgets):
         args = [
-            x if batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-            for x, batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
+            x if is_batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+            for x, is_batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
         ]
         k = boards.shape[-2]
         flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
