@@ -60,6 +60,7 @@ from eval.players import (
     model_info,
     optimism_label,
     optimism_modules,
+    raw_errors,
     root_moves,
     search_analysis,
 )
@@ -535,6 +536,9 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
     analysis = result.analysis
     raw_winrate = float(out["white_win"][0] + 0.5 * out["no_result"][0])
     raw_winrate = 1.0 - raw_winrate if mover == BLACK else raw_winrate
+    # KataGo's short-term numbers, as kata-analyze's rootInfo (the engine loads KataGo
+    # models only, which all have them).
+    st_winloss_error, st_score_error, var_time_left = raw_errors(out)
     root = {
         "visits": analysis.visits,
         "weight": float(analysis.visits),
@@ -549,9 +553,9 @@ def _reply(query: Query, turn: int, result: _Result) -> dict:
         "rawScoreSelfplay": points(float(out["white_score_selfplay"][0]) * -mover),
         "rawScoreSelfplayStdev": _num(out["score_stdev"][0]),
         "rawNoResultProb": _num(out["no_result"][0]),
-        "rawStWrError": _num(0.5 * out["shortterm_winloss_error"][0]),
-        "rawStScoreError": _num(out["shortterm_score_error"][0]),
-        "rawVarTimeLeft": _num(out["var_time_left"][0]),
+        "rawStWrError": _num(st_winloss_error),
+        "rawStScoreError": _num(st_score_error),
+        "rawVarTimeLeft": _num(var_time_left),
     }
     reply = {
         "id": query.id,
