@@ -697,7 +697,8 @@ def kata_fields(info: str) -> dict[str, str]:
 
 def test_sabaki_analyze_is_kata_analyze_with_every_number_pointed():
     """KataGo's ``analyze``/``genmove_analyze`` (what Sabaki sends): kata-analyze's
-    fields, the doubles printed with C++'s showpoint; only the options lz-analyze has."""
+    fields, the doubles printed with C++'s showpoint; of the keys only interval, minmoves,
+    maxmoves, avoid and allow."""
     server = make_server()
     reply = ask(server, "genmove_analyze b 1 maxmoves 4").split("\n")
     assert reply[0] == "=" and re.fullmatch(r"play [A-HJ][1-9]", reply[-1])
