@@ -439,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         register_pg,
         register_rollout,
         register_sl,
+        register_snapshot,
         register_value,
     )
 
@@ -448,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_value(commands)
     register_rollout(commands)
     register_balance(commands)
+    register_snapshot(commands)
     from train.export import register as register_export
 
     register_export(commands)

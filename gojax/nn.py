@@ -875,6 +875,11 @@ tiny = _katago_preset("tiny", (ORDINARY, GPOOL), 16, 8, 8, 8, 16, 18_703)
 b6c96 = _katago_preset(
     "b6c96", (ORDINARY, ORDINARY, GPOOL, ORDINARY, GPOOL, ORDINARY), 96, 64, 32, 32, 64, 1_028_743
 )
+# A 9x9-sized net between tiny and b6c96 (b6c96's layout at two thirds of its width, so
+# about 2.2x cheaper an evaluation): the net of configs/go9_strong.py, sized for CPU self-play.
+b6c64 = _katago_preset(
+    "b6c64", (ORDINARY, ORDINARY, GPOOL, ORDINARY, GPOOL, ORDINARY), 64, 48, 16, 32, 64, 482_855
+)
 b10c128 = _katago_preset("b10c128", g170_blocks(10), 128, 96, 32, 32, 64, 2_966_759)
 b15c192 = _katago_preset("b15c192", g170_blocks(15), 192, 128, 64, 32, 80, 9_674_535)
 b18c384 = _katago_preset("b18c384", g170_blocks(18), 384, 288, 96, 64, 128, 46_641_991)
@@ -966,6 +971,7 @@ alphago_tiny_raw = _alphago_preset("alphago_tiny_raw", 16, 4, 141_452, raw_input
 PRESETS: dict[str, Callable[..., nn.Module]] = {
     "tiny": tiny,
     "b6c96": b6c96,
+    "b6c64": b6c64,
     "b10c128": b10c128,
     "b15c192": b15c192,
     "b18c384": b18c384,

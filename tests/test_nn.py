@@ -376,6 +376,7 @@ def test_save_and_load_round_trip(tmp_path, version, suffix):
 PRESET_PARAMS = {
     "tiny": 18_703,
     "b6c96": 1_028_743,
+    "b6c64": 482_855,
     "b10c128": 2_966_759,
     "b15c192": 9_674_535,
     "b18c384": 46_641_991,

@@ -50,6 +50,7 @@ class Restored:
     state: Any  # the state pytree, on the template's shardings
     extra: dict[str, np.ndarray] | None  # the extra arrays, on the host
     config: dict[str, Any] | None  # the JSON config saved with it
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # ``save``'s JSON ``info``
 
 
 class Checkpointer:
@@ -102,12 +103,15 @@ class Checkpointer:
         *,
         extra: dict[str, Any] | None = None,
         config: dict[str, Any] | None = None,
+        info: dict[str, Any] | None = None,
         force: bool = False,
     ) -> bool:
         """Write a checkpoint at ``step`` if it is due (or ``force``); returns whether it did.
 
         ``extra`` is a flat or nested dict of arrays (converted to numpy);
-        ``config`` a JSON-able dict. A step already on disk is not rewritten.
+        ``config`` a JSON-able dict; ``info`` more JSON kept beside it (small things a
+        copy without ``extra`` still needs: the training loop's counters and lineage).
+        A step already on disk is not rewritten.
         """
         if not (force or self.should_save(step)):
             return False
@@ -115,7 +119,9 @@ class Checkpointer:
             return False
         items = {
             "state": ocp.args.StandardSave(state),
-            "meta": ocp.args.JsonSave({"config": config, "has_extra": bool(extra)}),
+            "meta": ocp.args.JsonSave(
+                {"config": config, "has_extra": bool(extra), "info": info or {}}
+            ),
         }
         if extra:
             host = jax.tree.map(np.asarray, extra)
@@ -132,23 +138,31 @@ class Checkpointer:
         self._manager.wait_until_finished()
         self._manager.close()
 
-    def restore(self, step: int, template: Any) -> Restored:
+    def restore(self, step: int, template: Any, *, with_extra: bool = True) -> Restored:
         """Restore ``step`` onto ``template``'s shapes, dtypes and shardings.
 
         ``template`` is a pytree of arrays or ``jax.ShapeDtypeStruct``s with
         ``sharding`` set (``train.learner.abstract_train_state(..., mesh)``).
+        ``with_extra=False`` leaves the extra arrays (the replay) unread.
         """
         meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))[
             "meta"
         ]
+        with_extra = with_extra and bool(meta.get("has_extra"))
         items = {"state": ocp.args.StandardRestore(template)}
-        if meta.get("has_extra"):
+        if with_extra:
             items["extra"] = ocp.args.StandardRestore()
         out = self._manager.restore(step, args=ocp.args.Composite(**items))
         extra = None
-        if meta.get("has_extra"):
+        if with_extra:
             extra = jax.tree.map(np.asarray, out["extra"])
-        return Restored(step=step, state=out["state"], extra=extra, config=meta.get("config"))
+        return Restored(
+            step=step,
+            state=out["state"],
+            extra=extra,
+            config=meta.get("config"),
+            info=meta.get("info") or {},
+        )
 
     def restore_latest(self, template: Any) -> Restored | None:
         """The newest checkpoint that reads back whole, or ``None`` if there is none.

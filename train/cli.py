@@ -112,6 +112,34 @@ def register(commands) -> None:
 
 
 # ----------------------------------------------------------------------------
+# gojax snapshot
+
+
+def cmd_snapshot(args) -> int:
+    from train.continuation import snapshot
+
+    step = snapshot(args.workdir, args.out, args.step)
+    print(f"step {step} of {args.workdir} -> {os.path.join(args.out, 'checkpoints', str(step))}")
+    return 0
+
+
+def register_snapshot(commands) -> None:
+    """Add ``gojax snapshot`` (a replay-free copy of a checkpoint, to continue from)."""
+    parser = commands.add_parser(
+        "snapshot",
+        help="copy a training checkpoint without its replay (to continue elsewhere)",
+        description="Writes OUT/checkpoints/<step>/: the train state (parameters, optimiser state, "
+        "step), the config, the counters and the lineage of a run's checkpoint, without "
+        "the replay; `gojax train --config.train.init_from=OUT` starts a fresh "
+        "workdir from it.",
+    )
+    parser.add_argument("--workdir", required=True, help="the training run's workdir")
+    parser.add_argument("--out", required=True, help="a folder that reads as a run's workdir")
+    parser.add_argument("--step", type=int, default=None, help="default: the newest")
+    parser.set_defaults(run=cmd_snapshot)
+
+
+# ----------------------------------------------------------------------------
 # gojax train-sl
 
 

@@ -45,6 +45,7 @@ from gojax._atomic import atomic_file, write_atomic
 from gojax.search import KATAGO_PUCT_RANGES, SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
+from train.continuation import continue_from, write_lineage
 from train.evaluation import GAMES_AXIS, play_arena, random_agent, search_agent, uct_agent
 from train.learner import (
     LearnerConfig,
@@ -74,6 +75,10 @@ __all__ = [
     "plot_learning_curve",
     "train",
 ]
+
+# Replay-free copies of the state every train.snapshot_every steps: <workdir>/snapshots/
+# checkpoints/<step>, so that the folder reads as a run's workdir (sweeps, init_from).
+SNAPSHOTS = Path("snapshots") / "checkpoints"
 
 # Keys that may change between a run and its resumption: how long to run, how
 # often to save or evaluate. Everything else changes what is trained.
@@ -197,6 +202,13 @@ def default_config() -> ml_collections.ConfigDict:
             sgf_games=2,
             sgf_keep_iterations=5,
             progress=True,
+            # A checkpoint to start a fresh workdir from (train.continuation): its
+            # state and counters, the replay refilled by self-play. "": start afresh.
+            init_from="",
+            # Every this many learner steps, a replay-free copy of the state under
+            # snapshots/checkpoints/<step> (all kept: an Elo curve's networks,
+            # starting points of continuations). 0: none.
+            snapshot_every=0,
         )
     )
     # AlphaGo Zero's gating: self-play uses the best network so far, and every
@@ -772,6 +784,11 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     ckpt = Checkpointer(
         workdir / "checkpoints", save_every=t.checkpoint_every, keep=t.keep_checkpoints
     )
+    snapshots = (
+        Checkpointer(workdir / SNAPSHOTS, save_every=t.snapshot_every, keep=2**31 - 1)
+        if t.snapshot_every
+        else None
+    )
     replay = ReplayBuffer(config.replay.capacity)
     # Check the config before restoring: a different net would fail to restore
     # and read as a damaged checkpoint, and the run would silently start afresh.
@@ -779,14 +796,35 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     if latest is not None:
         _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
     restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, sp_config.size, mesh))
-    counters = {"iteration": 0, "pending_updates": 0, "games": 0, "positions": 0}
+    # Cumulative over the run's whole lineage (continuations included): the compute
+    # behind its nets. cpu_seconds is this process's (every thread's) CPU time.
+    counters = {
+        "iteration": 0,
+        "pending_updates": 0,
+        "games": 0,
+        "positions": 0,
+        "cpu_seconds": 0.0,
+        "wall_seconds": 0.0,
+    }
     best = None  # with gating: the variables self-play uses
-    if restored is None:
+    lineage: list[dict[str, Any]] = []
+    if restored is None and latest is None and t.init_from:
+        template = abstract_train_state(spec, lconfig, sp_config.size, mesh)
+        restored = continue_from(t.init_from, template, config_json)
+        state, lineage = restored.state, restored.info["lineage"]
+        for k, v in restored.info.get("counters", {}).items():
+            if k in counters and k != "pending_updates":  # the new replay fills first
+                counters[k] = type(counters[k])(v)
+        if chief:
+            write_lineage(workdir, lineage)
+        resumed_from = None
+    elif restored is None:
         if latest is not None:
             raise ValueError(f"{ckpt.directory}: no checkpoint could be restored (see warnings)")
         state = create_train_state(spec, lconfig, key_init, sp_config.size, mesh)
         resumed_from = None
     else:
+        lineage = list(restored.info.get("lineage", []))
         _check_resumable(restored.config, config_json, workdir, restored.step)
         state = restored.state
         extra = restored.extra or {}
@@ -805,12 +843,21 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         step = int(jax.device_get(state.step))
         if not (force or ckpt.should_save(step)):
             return
+        count_time()
         extra = {
             "replay": replay.state_dict(),
             "counters": {k: np.asarray(v) for k, v in counters.items()},
             **({"best": best} if gating else {}),
         }
-        ckpt.save(step, state, extra=extra, config=config_json, force=force)
+        info = {"counters": {k: v for k, v in counters.items()}, "lineage": lineage}
+        ckpt.save(step, state, extra=extra, config=config_json, info=info, force=force)
+
+    def snapshot() -> None:
+        step = int(jax.device_get(state.step))
+        if snapshots is not None and snapshots.should_save(step):
+            count_time()
+            info = {"counters": {k: v for k, v in counters.items()}, "lineage": lineage}
+            snapshots.save(step, state, config=config_json, info=info)
 
     guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
 
@@ -829,6 +876,14 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     deadline = start + 60.0 * t.max_minutes if t.max_minutes else math.inf
     step = int(jax.device_get(state.step))
     losses: list[float] = []
+    clock = [time.perf_counter(), time.process_time()]  # when the counters last grew
+
+    def count_time() -> None:
+        now = [time.perf_counter(), time.process_time()]
+        counters["wall_seconds"] += now[0] - clock[0]
+        counters["cpu_seconds"] += now[1] - clock[1]
+        clock[:] = now
+
     bar = None
     if chief and t.progress:
         from tqdm import tqdm
@@ -900,6 +955,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 if bar is not None:
                     bar.update(1)
                 save(False)
+                snapshot()
                 guard.check()
                 if _past(deadline):
                     break
@@ -913,11 +969,14 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 record["learner.samples_per_second"] = len(host) * lconfig.batch_size / seconds
                 if bar is not None:
                     bar.set_postfix(loss=f"{record['learner.total_loss']:.3f}", refresh=False)
+            count_time()
             record.update(
                 step=step,
                 iteration=counters["iteration"],
                 games=counters["games"],
                 positions=counters["positions"],
+                cpu_hours=counters["cpu_seconds"] / 3600,
+                wall_hours=counters["wall_seconds"] / 3600,
                 replay_size=len(replay),
                 replay_bytes=replay.nbytes,
                 wall_seconds=time.perf_counter() - start,
@@ -940,6 +999,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     metrics_out.plot()
     metrics_out.close()
     ckpt.close()
+    if snapshots is not None:
+        snapshots.close()
     return {
         "step": step,
         "iteration": counters["iteration"],
