@@ -44,6 +44,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from eval.gtp_client import (
     EngineDied,
     EngineError,
@@ -144,6 +146,11 @@ class MatchConfig:
     command_timeout: float = 60.0  # seconds for any other command
     start_timeout: float = 300.0  # seconds for an engine's first answer
     referee: str | Sequence[str] | None = None  # counts two-pass endings (final_score)
+    # Varied openings: each pair of games (2k, 2k+1: the same opening, colours swapped)
+    # starts from this many random moves away from the edge, drawn from
+    # (opening_seed, k), so that deterministic engines do not repeat one game.
+    openings: int = 0
+    opening_seed: int = 0
 
     def cap(self) -> int:
         return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
@@ -313,6 +320,12 @@ def _manifest(config: MatchConfig) -> dict:
         "max_moves": config.cap(),
         "time": list(config.time) if config.time else None,
         "referee": shlex.join(split_command(config.referee)) if config.referee else None,
+        # Only when set: folders of matches without openings keep matching.
+        **(
+            {"openings": config.openings, "opening_seed": config.opening_seed}
+            if config.openings
+            else {}
+        ),
     }
 
 
@@ -325,14 +338,48 @@ def _check_manifest(folder: Path, config: MatchConfig) -> None:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as err:
             raise ValueError(f"{path}: unreadable ({err})") from None
-        differ = [k for k in wanted if k != "time" and stored.get(k) != wanted[k]]
+        keys = [k for k in {**wanted, **stored} if k != "time"]
+        differ = [k for k in keys if stored.get(k) != wanted.get(k)]
         if differ:
-            details = "; ".join(f"{k}: {stored.get(k)!r} there, {wanted[k]!r} now" for k in differ)
+            details = "; ".join(
+                f"{k}: {stored.get(k)!r} there, {wanted.get(k)!r} now" for k in differ
+            )
             raise ValueError(
                 f"{folder} holds a different match ({details}); use another output folder"
             )
     else:
         write_atomic(path, json.dumps(wanted, indent=2) + "\n")
+
+
+def opening_moves(config: MatchConfig, index: int) -> list[int]:
+    """The opening of game ``index``: ``config.openings`` legal moves drawn at random
+    from the points at least ``OPENING_MARGIN`` lines from the edge (all points on
+    boards too small for that), the same for the two games of a pair."""
+    if not config.openings:
+        return []
+    rng = np.random.default_rng([config.opening_seed, index // 2])
+    size = config.size
+    margin = OPENING_MARGIN if size > 2 * OPENING_MARGIN else 0
+    inner = [
+        row * size + col
+        for row in range(margin, size - margin)
+        for col in range(margin, size - margin)
+    ]
+    state = new_game(size, komi=config.komi, rules=config.rules, max_moves=config.cap())
+    moves: list[int] = []
+    for _ in range(config.openings):
+        legal = np.asarray(legal_moves(state))
+        choices = [p for p in inner if legal[p]]
+        if not choices:
+            break
+        move = int(rng.choice(choices))
+        state = play(state, move)
+        moves.append(move)
+    return moves
+
+
+# Openings keep off the first two lines (points with row and column in 2..size-3).
+OPENING_MARGIN = 2
 
 
 # ---------------------------------------------------------------------------- engines
@@ -536,9 +583,16 @@ def _play_game(
         except (EngineDied, EngineProtocolError) as err:
             raise _GameOver(colour, "error", note=str(err)) from None
 
+    opening = opening_moves(config, index)
     try:
         for colour in (1, -1):
             guarded(colour, lambda e: _setup(e, config))
+        for action in opening:  # both engines are told; neither chose these
+            for colour in (1, -1):
+                command = f"play {colour_name[int(state.to_play)]} {action_to_gtp(action, size)}"
+                guarded(colour, lambda e, command=command: e.send(command))
+            state = play(state, action)
+            actions.append(action)
         while not bool(state.terminated):
             colour = int(state.to_play)
             other = -colour
@@ -605,7 +659,10 @@ def _play_game(
     black_name, white_name = seats[black_key].name, seats[white_key].name
     name = f"game-{index + 1:04d}.sgf"
     comment = f"Black: engine {black_key} ({black_name}); White: engine {white_key}"
-    comment += f" ({white_name}). Ended by {reason}"
+    comment += f" ({white_name})."
+    if opening:
+        comment += f" The first {len(opening)} moves are the match's opening for this pair."
+    comment += f" Ended by {reason}"
     if loser_move is not None:
         comment += f" ({loser_move})"
     if note:
@@ -774,6 +831,16 @@ def _time_arg(text: str) -> tuple[float, float, int]:
     return value
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -799,6 +866,8 @@ def cmd_match(args: argparse.Namespace) -> int:
         max_moves=args.max_moves,
         move_timeout=args.move_timeout,
         referee=args.referee,
+        openings=args.openings,
+        opening_seed=args.opening_seed,
     )
     folder = Path(config.out)
     finished = 0
@@ -878,6 +947,17 @@ def register(commands) -> None:
         metavar="CMD",
         help="a GTP engine that counts games ended by two passes with its final_score, dead "
         "stones removed (e.g. 'gnugo --mode gtp'); default: the rules' count of the board",
+    )
+    match.add_argument(
+        "--openings",
+        type=_non_negative,
+        default=0,
+        metavar="K",
+        help="start each pair of games (colours swapped) from K random moves off the first "
+        "two lines, so deterministic engines do not repeat one game (default 0)",
+    )
+    match.add_argument(
+        "--opening-seed", type=int, default=0, help="seed of the openings (default 0)"
     )
     match.add_argument("--out", required=True, help="folder for SGF files and results (resumable)")
     match.add_argument("--quiet", action="store_true", help="no line per game")

@@ -44,10 +44,12 @@ def test_a_fresh_workdir_continues_with_the_same_state_and_counters(tmp_path):
     kept = tmp_path / "first" / "snapshots" / "checkpoints"
     assert sorted(p.name for p in kept.iterdir()) == ["3", "6"]
     assert not (kept / "3" / "extra").exists()
-    _leaves_equal(_restore(kept, 6, config).state, _restore(tmp_path / "first" / "checkpoints", 6, config).state)
+    saved = _restore(tmp_path / "first" / "checkpoints", 6, config)
+    _leaves_equal(_restore(kept, 6, config).state, saved.state)
 
     # The replay-free copy: state, config, counters; no replay.
-    assert main(["snapshot", "--workdir", str(tmp_path / "first"), "--out", str(tmp_path / "snap")]) == 0
+    args = ["snapshot", "--workdir", str(tmp_path / "first"), "--out", str(tmp_path / "snap")]
+    assert main(args) == 0
     snap = tmp_path / "snap" / "checkpoints"
     assert resolve_checkpoint(tmp_path / "snap") == (str(snap.resolve()), 6)
     assert not (snap / "6" / "extra").exists() and (snap / "6" / "state").is_dir()

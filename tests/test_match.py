@@ -8,6 +8,7 @@ move or refuse a legal one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -619,3 +620,37 @@ def test_our_engine_vs_gnugo(tmp_path, monkeypatch):
     record = sgf.load(tmp_path / game.sgf)
     replay_legally(record, "chinese")
     assert record.result == game.result
+
+
+def test_openings_vary_by_pair_and_are_played_to_both_engines(fake, tmp_path):
+    out = tmp_path / "m"
+    record_a = tmp_path / "a.txt"
+    config = MatchConfig(
+        engine_a=f"{fake} --name alpha --record {shlex.quote(str(record_a))}",
+        engine_b=f"{fake} --name beta --moves 4",
+        games=6,
+        size=9,
+        komi=0.5,
+        rules="tromp-taylor",
+        out=out,
+        openings=3,
+        opening_seed=7,
+    )
+    run_match(config)
+    openings = [sgf.load(out / f"game-{i:04d}.sgf").moves[:3] for i in range(1, 7)]
+    assert openings[0] == openings[1] and openings[2] == openings[3] and openings[4] == openings[5]
+    assert len({tuple(openings[i]) for i in (0, 2, 4)}) == 3
+    for moves in openings:
+        assert [colour for colour, _ in moves] == ["B", "W", "B"]
+        for _, action in moves:
+            assert 2 <= action // 9 <= 6 and 2 <= action % 9 <= 6
+    # A (Black in game 1) heard the opening, then White's first move, before its genmove.
+    sent = (tmp_path / "a.txt").read_text().splitlines()
+    first_genmove = next(i for i, line in enumerate(sent) if line.startswith("genmove"))
+    plays = [line for line in sent[:first_genmove] if line.startswith("play ")]
+    assert sent[first_genmove] == "genmove b"
+    assert [p.split()[1] for p in plays] == ["b", "w", "b", "w"]
+    assert json.loads((out / "match.json").read_text())["openings"] == 3
+    # The same match without openings is another match.
+    with pytest.raises(ValueError, match="openings"):
+        run_match(dataclasses.replace(config, openings=0, games=8))

@@ -53,7 +53,9 @@ def resolve_checkpoint(path: str | os.PathLike) -> tuple[str, int]:
     for directory in (path / "checkpoints", path):
         if directory.is_dir():
             steps = sorted(
-                int(p.name) for p in directory.iterdir() if p.name.isdigit() and (p / "state").is_dir()
+                int(p.name)
+                for p in directory.iterdir()
+                if p.name.isdigit() and (p / "state").is_dir()
             )
             if steps:
                 return str(directory.resolve()), steps[-1]
