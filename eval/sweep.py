@@ -671,6 +671,7 @@ def run_sweep(
     holding a sweep with other settings.
     """
     from train.checkpoint import checkpoint_steps
+    from train.continuation import checkpoint_counters
 
     check_config(config)
     workdir = Path(workdir)
@@ -713,7 +714,8 @@ def run_sweep(
             bar.close()
     rows = [row for row in (read_cell(workdir, cell) for cell in grid) if row is not None]
     ratings = _ratings(rows, config)
-    write_summaries(workdir, rows, ratings, plots=config.plots)
+    compute = {step: checkpoint_counters(run, step) for step in sorted({r["step"] for r in rows})}
+    write_summaries(workdir, rows, ratings, plots=config.plots, compute=compute)
     return {"cells": rows, "played": len(todo), "total": len(grid), "ratings": ratings}
 
 
@@ -738,8 +740,18 @@ def _ratings(rows: list[dict[str, Any]], config) -> dict | None:
         return None  # e.g. disjoint pools: the cells still stand on their own
 
 
-def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots: bool) -> None:
-    """``results.csv``, ``results.json``, ``ratings.txt`` and the plots (all atomic)."""
+def write_summaries(
+    workdir: Path,
+    rows: list[dict[str, Any]],
+    ratings,
+    *,
+    plots: bool,
+    compute: dict[int, dict[str, Any]] | None = None,
+) -> None:
+    """``results.csv``, ``results.json``, ``ratings.txt`` and the plots (all atomic).
+
+    ``compute``: each step's training counters (``train.continuation.checkpoint_counters``);
+    where they hold self-play games and CPU seconds, ``elo_vs_compute.png`` too."""
     from eval.ratings import plot_ratings, ratings_table
 
     buffer = io.StringIO()
@@ -753,6 +765,7 @@ def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots
         "ratings": None
         if ratings is None
         else {k: dataclasses.asdict(v) for k, v in ratings.items()},
+        **({"compute": {str(k): v for k, v in compute.items()}} if compute else {}),
     }
     write_atomic(workdir / "results.json", json.dumps(payload, indent=2) + "\n")
     if ratings is not None:
@@ -764,6 +777,9 @@ def write_summaries(workdir: Path, rows: list[dict[str, Any]], ratings, *, plots
         plot_ratings(ratings, workdir / "ratings.png", title="Sweep ratings (95% intervals)")
         if len({r["step"] for r in rows}) > 1:
             plot_elo_vs_step(rows, ratings, workdir / "elo_vs_step.png")
+        counted = {s: c for s, c in (compute or {}).items() if "cpu_seconds" in c and "games" in c}
+        if len(counted) > 1:
+            plot_elo_vs_compute(rows, ratings, counted, workdir / "elo_vs_compute.png")
 
 
 def plot_win_rates(rows: list[dict[str, Any]], path: Path) -> None:
@@ -838,6 +854,58 @@ def plot_elo_vs_step(rows: list[dict[str, Any]], ratings, path: Path) -> None:
     ax.set_title("Strength over training")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def plot_elo_vs_compute(
+    rows: list[dict[str, Any]], ratings, compute: dict[int, dict[str, Any]], path: Path
+) -> None:
+    """Elo of the run's nets against the compute behind them: self-play games (left) and
+    CPU-hours (right), the fixed opponents' ratings as dashed levels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eval.ratings import save_figure
+
+    series: dict[tuple, dict[int, Any]] = {}
+    for r in rows:
+        rating = ratings.get(r["agent"])
+        if rating is not None and r["step"] in compute:
+            key = (r["kind"], r["simulations"], r["c_puct"], r.get("rollout_lambda", 0.0))
+            series.setdefault(key, {})[r["step"]] = rating
+    agents = {r["agent"] for r in rows}
+    anchors = {
+        r["opponent_name"]: ratings[r["opponent_name"]]
+        for r in rows
+        if r["opponent_name"] in ratings and r["opponent_name"] not in agents
+    }
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, (field, scale, label) in zip(
+        axes,
+        (("games", 1.0, "self-play games"), ("cpu_seconds", 1 / 3600, "CPU-hours")),
+        strict=True,
+    ):
+        for (kind, sims, c_puct, lam), by_step in series.items():
+            steps = sorted(by_step)
+            x = [float(compute[s][field]) * scale for s in steps]
+            err = [
+                [by_step[s].elo - by_step[s].lo for s in steps],
+                [by_step[s].hi - by_step[s].elo for s in steps],
+            ]
+            name = f"{kind} {sims} sims, c {c_puct:g}" + (f", λ {lam:g}" if lam else "")
+            ax.errorbar(
+                x, [by_step[s].elo for s in steps], yerr=err, marker="o", capsize=3, label=name
+            )
+        for i, (name, rating) in enumerate(sorted(anchors.items(), key=lambda kv: kv[1].elo)):
+            ax.axhline(rating.elo, ls="--", lw=1, color=f"C{(i + 3) % 10}", label=name)
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Elo (95% interval)")
+    axes[0].legend(fontsize="small")
+    fig.suptitle("Strength against the compute behind it")
     fig.tight_layout()
     save_figure(fig, path)
 

@@ -35,8 +35,11 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "sweep_go9_tiny.py"
 
 
-def _make_run(run: Path, size: int, steps: tuple[int, ...], seed: int = 0) -> Path:
-    """A training workdir with checkpoints at ``steps`` of a ``size`` x ``size`` agz_tiny net."""
+def _make_run(
+    run: Path, size: int, steps: tuple[int, ...], seed: int = 0, counters: bool = False
+) -> Path:
+    """A training workdir with checkpoints at ``steps`` of a ``size`` x ``size`` agz_tiny net;
+    ``counters``: each saved with the loop's counters (100 games, 1,800 CPU seconds a step)."""
     config = run_default_config()
     config.board.size = size
     config.board.komi = 0.5
@@ -47,7 +50,10 @@ def _make_run(run: Path, size: int, steps: tuple[int, ...], seed: int = 0) -> Pa
         key = jax.random.PRNGKey(seed + step)
         state = create_train_state(spec, learner_config(config), key, size)
         state = state.replace(step=jnp.asarray(step, jnp.int32))
-        ckpt.save(step, state, config=config_to_json(config), force=True)
+        info = {"counters": {"games": 100 * step, "cpu_seconds": 1800.0 * step}}
+        ckpt.save(
+            step, state, config=config_to_json(config), info=info if counters else None, force=True
+        )
     ckpt.close()
     return run
 
@@ -257,11 +263,25 @@ def test_interrupted_sweep_resumes_without_redoing_cells(run_dir, tmp_path, caps
     for name in ("win_rate_vs_simulations.png", "elo_vs_step.png", "ratings.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG", name
     assert "random" in (out / "ratings.txt").read_text()
+    assert not (out / "elo_vs_compute.png").exists()  # its checkpoints have no counters
 
     # The same workdir with other shared settings is refused, not silently mixed.
     config.games.num_games = 6
     with pytest.raises(ValueError, match="holds a sweep with other settings"):
         run_sweep(config, out, progress=False)
+
+
+def test_a_run_with_counters_is_plotted_against_its_compute(tmp_path):
+    run = _make_run(tmp_path / "run", 5, (1, 2), counters=True)
+    out = tmp_path / "sweep"
+    summary = run_sweep(_config(run), out, progress=False)
+    assert summary["total"] == 2
+    compute = json.loads((out / "results.json").read_text())["compute"]
+    assert compute == {
+        "1": {"games": 100, "cpu_seconds": 1800.0},
+        "2": {"games": 200, "cpu_seconds": 3600.0},
+    }
+    assert (out / "elo_vs_compute.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.slow

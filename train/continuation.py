@@ -32,6 +32,7 @@ from train.checkpoint import Checkpointer, Restored
 __all__ = [
     "LINEAGE_FILE",
     "STATE_KEYS",
+    "checkpoint_counters",
     "continue_from",
     "resolve_checkpoint",
     "snapshot",
@@ -122,6 +123,17 @@ def continue_from(path: str | os.PathLike, template: Any, config: dict[str, Any]
     info["lineage"] = [*info.get("lineage", []), entry]
     restored.info = info
     return restored
+
+
+def checkpoint_counters(workdir: str | os.PathLike, step: int) -> dict[str, Any]:
+    """The training loop's counters saved with checkpoint ``step`` of the run in
+    ``workdir`` (``games``, ``positions``, ``cpu_seconds``, ...), cumulative over its
+    lineage; ``{}`` when the checkpoint has none (written before they were kept)."""
+    path = Path(workdir) / "checkpoints" / str(step) / "meta" / "metadata"
+    try:
+        return dict(json.loads(path.read_text()).get("info", {}).get("counters", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def write_lineage(workdir: str | os.PathLike, lineage: list[dict[str, Any]]) -> None:
