@@ -22,7 +22,12 @@ goes on, so one call always yields a table):
 6. training: KataGo's input features alone (positions/s), self-play moves/s
    and learner samples/s of the ``configs/go19_b10c128.py`` recipe, timed
    apart (self-play: 256 games capped at 8 moves, 32/8 simulations; learner:
-   the recipe's batch of 1024 drawn from those games).
+   the recipe's batch of 1024 drawn from those games);
+7. strength: the 9x9 recipe ``configs/go9_strong.py`` trained for
+   ``--strength-minutes`` (1,024 games an iteration), continuing the run from
+   ``--strength-init`` (a snapshot of it, e.g. the one in ``models/``); the
+   snapshot it ends with is left in ``<out>/strength/snapshot`` to continue
+   from anywhere (docs/training.md, "Continuing a run elsewhere").
 
 Everything goes into the folder given by ``--out``: ``log.txt`` (the full
 output), ``results.json`` (rewritten after every section, so a run cut short
@@ -408,6 +413,90 @@ def section_training(smoke: bool) -> dict:
     return result
 
 
+# The strength recipe's section: minutes of training and the state to continue from
+# (--strength-minutes, --strength-init); set by main().
+STRENGTH = {"minutes": 5.0, "init": "", "games": 1024}
+
+
+def section_strength(smoke: bool) -> dict:
+    """``configs/go9_strong.py`` trained for ``--strength-minutes`` at a batch of games that
+    fills the device, from ``--strength-init`` (a snapshot of the run: its state and
+    counters) or from scratch; the snapshot it ends with is copied under ``--out``
+    (``strength/snapshot``), to continue the run from on any machine.
+
+    Reports self-play moves/s, learner samples/s and the share of the wall time in
+    self-play, in the learner and elsewhere (compiling, checkpoints, evaluation).
+    """
+    import json as json_lib
+    import shutil
+
+    from train import loop
+    from train.continuation import snapshot
+
+    out = Path(STRENGTH["out"]) / "strength"
+    shutil.rmtree(out, ignore_errors=True)  # this section's own scratch: a fresh run each call
+    workdir = out / "run"
+    config = loop.load_config(HERE.parent / "configs" / "go9_strong.py")
+    games = 8 if smoke else int(STRENGTH["games"])
+    # As many learner steps per game as the recipe's.
+    updates = max(1, config.train.updates_per_iteration * games // config.selfplay.num_games)
+    overrides = [
+        f"--config.selfplay.num_games={games}",
+        f"--config.train.updates_per_iteration={updates}",
+        f"--config.train.max_minutes={STRENGTH['minutes']}",
+        "--config.train.progress=false",
+        "--config.train.snapshot_every=0",
+        "--config.eval.num_games=0",
+    ]
+    if smoke:
+        overrides += [
+            "--config.board.size=5", "--config.board.max_moves=20",
+            "--config.model.preset=tiny",
+            "--config.selfplay.num_simulations=4", "--config.replay.min_size=32",
+            "--config.learner.batch_size=16", "--config.train.updates_per_iteration=2",
+            "--config.train.max_minutes=0.2",  # one iteration after compiling
+        ]  # fmt: skip
+    if STRENGTH["init"]:
+        overrides.append(f"--config.train.init_from={STRENGTH['init']}")
+    loop.apply_overrides(config, overrides)
+    began = time.perf_counter()
+    summary = loop.train(config, workdir)
+    wall = time.perf_counter() - began
+    step = snapshot(workdir, out / "snapshot")
+    metrics = workdir / "metrics.jsonl"
+    lines = metrics.read_text().splitlines() if metrics.exists() else []
+    records = [json_lib.loads(line) for line in lines]
+    selfplay_s = sum(r.get("selfplay.seconds", 0.0) for r in records)
+    moves = sum(r.get("selfplay.positions", 0.0) for r in records)
+    learner_s = sum(r.get("learner.seconds", 0.0) for r in records)
+    samples = sum(r.get("learner.steps", 0.0) for r in records) * config.learner.batch_size
+    counters = json_lib.loads(
+        (out / "snapshot" / "checkpoints" / str(step) / "meta" / "metadata").read_text()
+    )["info"]["counters"]
+    result = {
+        "config": f"go9_strong, {games} games an iteration, {STRENGTH['minutes']:g} minutes",
+        "from": STRENGTH["init"] or "scratch",
+        "step": int(summary["step"]),
+        "games": int(counters["games"]),
+        "selfplay_moves_per_s": moves / max(selfplay_s, 1e-9),
+        "learner_samples_per_s": samples / max(learner_s, 1e-9),
+        "share_selfplay": selfplay_s / wall,
+        "share_learner": learner_s / wall,
+        "share_other": max(0.0, 1 - (selfplay_s + learner_s) / wall),
+        "snapshot": str(out / "snapshot" / "checkpoints" / str(step)),
+        "ok": summary["step"] > 0,
+    }
+    print(
+        f"  go9_strong: step {result['step']}, {result['games']} games in all; self-play "
+        f"{result['selfplay_moves_per_s']:,.0f} moves/s, learner "
+        f"{result['learner_samples_per_s']:,.0f} samples/s; time: self-play "
+        f"{result['share_selfplay']:.0%}, learner {result['share_learner']:.0%}, other "
+        f"{result['share_other']:.0%}; snapshot {result['snapshot']}",
+        flush=True,
+    )
+    return result
+
+
 SECTIONS = [
     ("devices", section_devices),
     ("correctness", section_correctness),
@@ -415,6 +504,7 @@ SECTIONS = [
     ("board", section_board),
     ("search", section_search),
     ("training", section_training),
+    ("strength", section_strength),
 ]
 
 
@@ -464,7 +554,30 @@ def main() -> int:
         metavar="SECONDS",
         help="write every thread's stack to log.txt each SECONDS a section runs (for a hang)",
     )
+    parser.add_argument(
+        "--strength-minutes",
+        type=float,
+        default=STRENGTH["minutes"],
+        help="minutes of go9_strong training in the strength section (default 5)",
+    )
+    parser.add_argument(
+        "--strength-init",
+        default="",
+        help="a snapshot of the go9_strong run to continue from (default: from scratch)",
+    )
+    parser.add_argument(
+        "--strength-games",
+        type=int,
+        default=STRENGTH["games"],
+        help="self-play games an iteration in the strength section (default 1024)",
+    )
     args = parser.parse_args()
+    STRENGTH.update(
+        minutes=args.strength_minutes,
+        init=args.strength_init,
+        games=args.strength_games,
+        out=args.out,
+    )
     # Before the first computation starts XLA's backend, which reads the flags once.
     fast_compiles = args.smoke and fast_cpu_compiles(os.environ)
     out = Path(args.out)

@@ -967,6 +967,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                 for k in host[0]:
                     record[f"learner.{k}"] = float(np.mean([m[k] for m in host]))
                 record["learner.samples_per_second"] = len(host) * lconfig.batch_size / seconds
+                record["learner.steps"] = len(host)
+                record["learner.seconds"] = seconds
                 if bar is not None:
                     bar.set_postfix(loss=f"{record['learner.total_loss']:.3f}", refresh=False)
             count_time()
