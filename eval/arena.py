@@ -616,9 +616,11 @@ def play_games(
     The GTP path is ``eval.match.run_match`` (legality checks, forfeits,
     timeouts, SGF), with each JAX agent answering as an in-process engine on
     batches of one; ``sgf_dir`` then also receives ``results.jsonl`` and the
-    engines' logs (a temporary folder when None). Random openings need two
-    JAX agents. ``force_gtp`` sends two JAX agents through the GTP path too
-    (they then play the same games as the batched path, slower). ``referee``, a
+    engines' logs (a temporary folder when None). There the random openings are
+    ``gojax match``'s (``opening_moves`` random moves off the first two lines, the
+    same for the two games of a pair, drawn from ``key``). ``force_gtp`` sends two
+    JAX agents through the GTP path too (they then play the same games as the
+    batched path, slower, if they open no games). ``referee``, a
     GTP command, counts the GTP games that end by two passes with its
     ``final_score`` (dead stones removed as it judges them; see ``gojax match
     --referee``): for engines such as GnuGo that pass with dead stones on the
@@ -643,8 +645,6 @@ def play_games(
             mesh=mesh,
             sgf_dir=sgf_dir,
         )
-    if opening_moves:
-        raise ValueError("random openings need two JAX agents (not a GTP engine)")
     for agent in (agent_a, agent_b):
         if not isinstance(agent, Agent | GTPAgent):
             raise ValueError(f"not an agent: {agent!r}")
@@ -675,6 +675,9 @@ def play_games(
             max_moves=max_moves,
             move_timeout=move_timeout,
             referee=referee or None,
+            # The match's openings (random moves off the first two lines), seeded by the key.
+            openings=int(opening_moves),
+            opening_seed=int(jax.random.randint(key, (), 0, 2**31 - 1)) if opening_moves else 0,
         )
         match = run_match(config, engines=engines)
     return result_from_match(match)

@@ -353,13 +353,13 @@ def _check_manifest(folder: Path, config: MatchConfig) -> None:
 
 def opening_moves(config: MatchConfig, index: int) -> list[int]:
     """The opening of game ``index``: ``config.openings`` legal moves drawn at random
-    from the points at least ``OPENING_MARGIN`` lines from the edge (all points on
-    boards too small for that), the same for the two games of a pair."""
+    from the points at least ``OPENING_MARGIN`` lines from the edge (fewer lines on
+    boards under 7x7), the same for the two games of a pair."""
     if not config.openings:
         return []
     rng = np.random.default_rng([config.opening_seed, index // 2])
     size = config.size
-    margin = OPENING_MARGIN if size > 2 * OPENING_MARGIN else 0
+    margin = max(0, min(OPENING_MARGIN, (size - 3) // 2))  # at least 3x3 points to draw from
     inner = [
         row * size + col
         for row in range(margin, size - margin)
@@ -378,7 +378,8 @@ def opening_moves(config: MatchConfig, index: int) -> list[int]:
     return moves
 
 
-# Openings keep off the first two lines (points with row and column in 2..size-3).
+# Openings keep off the first two lines (points with row and column in 2..size-3) on
+# boards of 7x7 and more.
 OPENING_MARGIN = 2
 
 

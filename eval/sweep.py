@@ -258,8 +258,6 @@ def check_config(config: ml_collections.ConfigDict) -> None:
                 "search.rollout_lambda > 0 (or an opponent's @lam > 0)"
             )
         _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
-    if "gnugo" in kinds and config.games.opening_moves:
-        raise ValueError("games.opening_moves must be 0 with a gnugo opponent (GTP games)")
     if config.games.referee and "gnugo" not in kinds:
         raise ValueError("games.referee counts GTP games: it needs a gnugo: opponent")
 

@@ -182,10 +182,21 @@ def test_gtp_agent_against_gnugo(tmp_path):
     assert r.outcome.shape == (2,) and list(r.a_black) == [True, False]
     assert sorted(p.name for p in tmp_path.glob("*.sgf")) == ["game-0001.sgf", "game-0002.sgf"]
     assert sgf.load(tmp_path / "game-0002.sgf").player_black == "gnugo-0"
-    with pytest.raises(ValueError, match="random openings need two JAX agents"):
-        play_games(
-            capture_agent(), gnugo, jax.random.PRNGKey(0), size=SIZE, num_games=2, opening_moves=2
-        )
+    # Random openings over GTP: the pair shares its first two moves, the next pair has others.
+    opened = play_games(
+        capture_agent(),
+        gnugo,
+        jax.random.PRNGKey(0),
+        size=SIZE,
+        komi=KOMI,
+        rules="chinese",
+        num_games=4,
+        opening_moves=2,
+        sgf_dir=tmp_path / "opened",
+    )
+    assert opened.outcome.shape == (4,)
+    firsts = [sgf.load(tmp_path / "opened" / f"game-{i:04d}.sgf").moves[:2] for i in (1, 2, 3, 4)]
+    assert firsts[0] == firsts[1] and firsts[2] == firsts[3] and firsts[0] != firsts[2]
 
 
 def test_bad_settings_are_clear_errors():

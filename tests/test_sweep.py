@@ -143,7 +143,6 @@ def test_grid_order_and_steps():
         ("search.rollout_policy", "p.npz", "needs search.rollout_lambda > 0"),
         ("opponents", ("gnugo:12",), "unknown opponent"),
         ("games.num_games", 0, "num_games must be positive"),
-        ("opponents", ("random", "gnugo:3"), "opening_moves must be 0 with a gnugo"),
         ("search.simulations", (), "search.simulations is empty"),
         ("search.rollout_lambda", (0.5, 1.5), r"search.rollout_lambda must be in \[0, 1\]"),
         ("search.rollout_lambda", (), "search.rollout_lambda is empty"),
