@@ -10,7 +10,8 @@ entry                          kind          plots (in the figures folder)
 ``bench_*.json``               bench         none
 ``<name>/results.json``        sweep         ``<name>_win_rate_vs_simulations.png``,
                                              ``<name>_ratings.png``,
-                                             ``<name>_elo_vs_step.png``
+                                             ``<name>_elo_vs_step.png``,
+                                             ``<name>_elo_vs_compute.png``
 ``<name>/metrics.jsonl``       training run  ``<name>_learning_curve.png``
 ``<name>/*/metrics.jsonl``     runs          ``<name>_curves.png``
 ``<name>/*/match.json``        strength      ``<name>.png``
@@ -468,7 +469,7 @@ def _net_of(name: str) -> str:
 
 def _render_sweep(entry: ResultEntry) -> Rendered:
     from eval.ratings import Rating, plot_ratings
-    from eval.sweep import plot_elo_vs_step, plot_win_rates
+    from eval.sweep import plot_elo_vs_compute, plot_elo_vs_step, plot_win_rates
 
     data = _read_json(entry.path / "results.json")
     rows = list(data["cells"])
@@ -484,6 +485,14 @@ def _render_sweep(entry: ResultEntry) -> Rendered:
         if len({r["step"] for r in rows}) > 1:
             name = f"{entry.name}_elo_vs_step.png"
             plots[name] = lambda p: plot_elo_vs_step(rows, ratings, p)
+        compute = {
+            int(k): v
+            for k, v in data.get("compute", {}).items()
+            if "cpu_seconds" in v and "games" in v
+        }
+        if len(compute) > 1:
+            name = f"{entry.name}_elo_vs_compute.png"
+            plots[name] = lambda p: plot_elo_vs_compute(rows, ratings, compute, p)
     return Rendered(entry, _sweep_markdown(rows, ratings), plots)
 
 
@@ -1039,9 +1048,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     import sys
 
     markdown = [Path(args.benchmarks)]
-    docs = Path(args.docs)
-    if docs.is_dir():
-        markdown += sorted(p for p in docs.glob("*.md") if p.resolve() != markdown[0].resolve())
+    for folder in (Path(args.docs), Path(args.models)):
+        if folder.is_dir():
+            markdown += sorted(
+                p for p in folder.glob("*.md") if p.resolve() != markdown[0].resolve()
+            )
     report = generate_report(args.results, markdown, args.figures, check=args.check)
     for line in report.updated:
         print(f"updated {line}")
@@ -1072,6 +1083,9 @@ def register(commands) -> None:
     )
     parser.add_argument(
         "--docs", default="docs", help="a folder whose *.md files may hold blocks too (docs/)"
+    )
+    parser.add_argument(
+        "--models", default="models", help="the shipped nets' folder, whose *.md too (models/)"
     )
     parser.add_argument("--figures", default="docs/figures", help="where plots go (docs/figures/)")
     parser.add_argument(
