@@ -479,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SGFError, ValueError, OSError) as err:
         print(f"gojax {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except FloatingPointError as err:  # a run that diverged: its checkpoints stay finite
+        print(f"gojax {args.command}: error: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"gojax {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -42,11 +42,13 @@ def cmd_train(args) -> int:
     # Before anything touches a backend: a multi-process job joins its coordinator.
     import jax
 
+    from train.config_checks import check_run_config
     from train.learner import initialize_distributed
     from train.loop import apply_overrides, load_config, train
 
     config = load_config(args.config)
     apply_overrides(config, args.overrides)
+    check_run_config(config)  # one line naming a bad key, before anything starts
     if not initialize_distributed() and config.multihost:
         jax.distributed.initialize()  # TPU pods and SLURM: everything auto-detected
     hint = cpu_devices_hint(jax.default_backend(), jax.local_device_count(), _cores())

@@ -572,10 +572,35 @@ def make_train_step(
 
 
 def check_finite(metrics: Metrics, step: int | None = None) -> None:
-    """Raise ``FloatingPointError`` if any metric is NaN or infinite (fetches to host)."""
-    values = jax.device_get(metrics)
-    bad = {k: float(v) for k, v in values.items() if not np.all(np.isfinite(v))}
-    if bad:
-        where = f"at step {step}" if step is not None else ""
-        names = ", ".join(f"{k}={v}" for k, v in sorted(bad.items()))
-        raise FloatingPointError(f"training stopped: non-finite {names} {where}".rstrip())
+    """Raise ``FloatingPointError`` if any metric is NaN or infinite (fetches to host).
+
+    ``metrics`` holds scalars of one step, or ``[n]`` arrays of the ``n`` steps that
+    ended at ``step`` (the training loops stack an iteration's metrics): the error
+    names the first step with a non-finite value, and each such metric's value there.
+    """
+    values = {k: np.asarray(v, np.float64).reshape(-1) for k, v in jax.device_get(metrics).items()}
+    bad_rows = [np.flatnonzero(~np.isfinite(v)) for v in values.values()]
+    first = min((int(rows[0]) for rows in bad_rows if rows.size), default=None)
+    if first is None:
+        return
+    n = max(v.size for v in values.values())
+    names = ", ".join(
+        f"{k}={v[first]}"
+        for k, v in sorted(values.items())
+        if v.size > first and not np.isfinite(v[first])
+    )
+    where = f" at step {step - (n - 1 - first)}" if step is not None else ""
+    raise FloatingPointError(f"training stopped: non-finite {names}{where}")
+
+
+def first_non_finite(tree: Any) -> str | None:
+    """The path of the first leaf of ``tree`` (params, optimiser state, ...) holding a NaN
+    or an infinity, or None when every value is finite. One reduction per leaf, fetched
+    together."""
+    leaves = jax.tree_util.tree_leaves_with_path(tree)
+    floats = [(path, x) for path, x in leaves if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+    finite = jax.device_get([jnp.all(jnp.isfinite(x)) for _, x in floats])
+    for (path, _), ok in zip(floats, finite, strict=True):
+        if not ok:
+            return jax.tree_util.keystr(path)
+    return None

@@ -45,6 +45,7 @@ from gojax._atomic import atomic_file, write_atomic
 from gojax.search import KATAGO_PUCT_RANGES, SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
+from train.config_checks import check_run_config
 from train.continuation import continue_from, write_lineage
 from train.evaluation import GAMES_AXIS, play_arena, random_agent, search_agent, uct_agent
 from train.learner import (
@@ -52,6 +53,7 @@ from train.learner import (
     abstract_train_state,
     check_finite,
     create_train_state,
+    first_non_finite,
     make_mesh,
     make_train_step,
     shard_batch,
@@ -760,6 +762,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     Raises ``ValueError`` if the checkpoint's config differs in keys other
     than ``train.*`` and ``eval.*``.
     """
+    check_run_config(config)  # before anything is written
     workdir = Path(workdir)
     chief = jax.process_index() == 0
     workdir.mkdir(parents=True, exist_ok=True)
@@ -839,10 +842,18 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     if chief:
         record_start(workdir, config_json, resumed_from or 0)
 
-    def save(force: bool) -> None:
+    def save(force: bool, pending: Sequence[dict[str, Any]] = ()) -> None:
+        """A checkpoint if one is due (or ``force``), of a finite state only: a
+        non-finite loss among ``pending`` (this iteration's steps so far) or value in the
+        state stops the run before anything is written, so the newest checkpoint stays
+        the newest finite one."""
         step = int(jax.device_get(state.step))
         if not (force or ckpt.should_save(step)):
             return
+        if pending:
+            host = jax.device_get(list(pending))
+            check_finite({k: np.stack([m[k] for m in host]) for k in host[0]}, step=step)
+        _check_state_finite(state, step, ckpt)
         count_time()
         extra = {
             "replay": replay.state_dict(),
@@ -855,6 +866,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     def snapshot() -> None:
         step = int(jax.device_get(state.step))
         if snapshots is not None and snapshots.should_save(step):
+            _check_state_finite(state, step, snapshots)
             count_time()
             info = {"counters": {k: v for k, v in counters.items()}, "lineage": lineage}
             snapshots.save(step, state, config=config_json, info=info)
@@ -954,7 +966,7 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
                         record["gating.promoted"] = float(outcome.promoted)
                 if bar is not None:
                     bar.update(1)
-                save(False)
+                save(False, step_metrics)
                 snapshot()
                 guard.check()
                 if _past(deadline):
@@ -1013,6 +1025,19 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         "losses": losses,
         "eval": rows,
     }
+
+
+def _check_state_finite(state, step: int, ckpt: Checkpointer) -> None:
+    """Raise ``FloatingPointError`` naming the first non-finite part of the train state
+    (parameters, BatchNorm statistics, optimiser state), which is then not saved."""
+    bad = first_non_finite((state.params, state.batch_stats, state.opt_state))
+    if bad is not None:
+        newest = ckpt.latest_step()
+        kept = f"the newest checkpoint is still step {newest}" if newest is not None else "none"
+        raise FloatingPointError(
+            f"training stopped at step {step}: the train state holds NaN or inf in "
+            f"{bad}; not saved ({kept})"
+        )
 
 
 def _eval_record(rows: list[dict[str, Any]], step: int) -> dict[str, Any]:
