@@ -1128,6 +1128,8 @@ def make_engine(args: argparse.Namespace) -> Engine:
 
             model = load_trained_model(args.checkpoint, args.step)
         optimism = players.policy_optimism(model, *optimism_flags)
+        # A gojax checkpoint plays over the move set its self-play searched.
+        moves = args.moves or getattr(model, "moves", "legal")
         kind = args.player
         if kind == "auto":
             kind = "search" if args.visits > 1 else "policy"
@@ -1147,6 +1149,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 lcb=args.lcb,
                 score_utility=not args.no_score_utility,
                 ponder_visits=args.ponder_visits,
+                moves=moves,
             )
         else:
             if args.rollout_policy:
@@ -1154,7 +1157,9 @@ def make_engine(args: argparse.Namespace) -> Engine:
                     "--rollout-policy plays rollouts: a search (--visits > 1) needs it"
                 )
             symmetry = "average" if args.symmetry is None else args.symmetry
-            player = players.PolicyPlayer(model, symmetry=symmetry, policy_optimism=optimism[0])
+            player = players.PolicyPlayer(
+                model, symmetry=symmetry, policy_optimism=optimism[0], moves=moves
+            )
     sizes = getattr(player, "board_sizes", None)
     size = args.size or (sizes[0] if sizes else 19)
     if sizes is not None and size not in sizes:
@@ -1220,6 +1225,15 @@ def register(commands) -> None:
         "first-play urgency reduction, exploration that grows with visits and the "
         "utilities' spread) or gumbel (Gumbel MuZero's sequential halving over a few root "
         "moves)",
+    )
+    gtp.add_argument(
+        "--moves",
+        choices=("legal", "sensible"),
+        default=None,
+        help="the moves the network chooses from (--player search or policy): legal, or "
+        "sensible (no filling of one's own eyes; a pass only after a pass or with nothing "
+        "else to play), the set gojax's self-play recipes train over; default: a "
+        "--checkpoint's own run's, legal for a --model file",
     )
     gtp.add_argument(
         "--no-score-utility",

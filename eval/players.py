@@ -414,11 +414,20 @@ class PolicyPlayer(_OneShotPlayer):
     """
 
     def __init__(
-        self, model: Any, *, symmetry: int | str = "average", policy_optimism: float = 0.0
+        self,
+        model: Any,
+        *,
+        symmetry: int | str = "average",
+        policy_optimism: float = 0.0,
+        moves: str = "legal",
     ) -> None:
         from gojax.evaluate import make_evaluator
+        from gojax.search import MOVE_SETS
 
+        if moves not in MOVE_SETS:
+            raise ValueError(f"moves must be one of {sorted(MOVE_SETS)}, not {moves!r}")
         self.model = model
+        self._move_set = None if moves == "legal" else MOVE_SETS[moves]
         self.has_ownership = knows_ownership(model)
         # A net whose heads fix the board size says so (``TrainedModel`` of an AGZ net).
         self.board_sizes = getattr(model, "board_sizes", None)
@@ -442,9 +451,12 @@ class PolicyPlayer(_OneShotPlayer):
         winrate = white_win if mover == -1 else 1.0 - white_win
         lead = float(out["white_lead"]) * -mover
         ownership = out["white_ownership"] * -mover
+        legal = out["legal"]
+        if self._move_set is not None:  # the move set the net was trained to choose from
+            legal = legal & np.asarray(self._move_set(state))
         return _policy_analysis(
             out["policy"],
-            out["legal"],
+            legal,
             winrate,
             lead,
             float(out["score_stdev"]),
@@ -571,6 +583,10 @@ class SearchPlayer:
     does (``SearchConfig.static_score_utility`` / ``dynamic_score_utility``,
     for nets with a score head); False searches on the win-loss value alone.
 
+    ``moves``: the move set searched at every node (``SearchConfig.moves``): ``"legal"``,
+    or ``"sensible"`` for a net trained by self-play over that set (no filling of one's
+    own eyes; a pass only after a pass or with nothing else to play).
+
     ``root_symmetry_pruning``: at a symmetric position search one move of each set of
     equivalent moves and report them all (``SearchConfig.root_symmetry_pruning``;
     KataGo's GTP default, as here).
@@ -596,6 +612,7 @@ class SearchPlayer:
         lcb: bool = False,
         score_utility: bool = True,
         root_symmetry_pruning: bool = True,
+        moves: str = "legal",
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -623,6 +640,7 @@ class SearchPlayer:
             max_num_considered_actions=int(considered or auto_considered(visits)),
             lcb_selection=bool(lcb),
             root_symmetry_pruning=bool(root_symmetry_pruning),
+            moves=moves,
             **utility_settings,
         )
         mixed = f", lambda {rollout_lambda:g} x {rollouts} rollouts" if rollout_lambda else ""
@@ -779,9 +797,11 @@ class SearchPlayer:
         out = self._evaluations(state, [], key)
         mover = int(state.to_play)
         white_win = float(out["white_win"][0] + 0.5 * out["no_result"][0])
+        # The raw network's view over the moves this search would consider.
+        legal = out["legal"][0] & np.asarray(self.config.allowed(state))
         return _policy_analysis(
             out["policy"][0],
-            out["legal"][0],
+            legal,
             white_win if mover == -1 else 1.0 - white_win,
             float(out["white_lead"][0]) * -mover,
             float(out["score_stdev"][0]),

@@ -48,6 +48,7 @@ class TrainedModel:
     activation: str = ""  # a KataGo net's activation if not its preset's (train.model.ModelSpec)
     short_term_heads: bool = False  # KataGo's short-term heads, optimistic policy included
     ownership_trained: bool = True  # self-play with learner.ownership_weight > 0
+    moves: str = "legal"  # the move set its self-play searched (SearchConfig.moves)
 
     @property
     def has_ownership(self) -> bool:
@@ -123,6 +124,7 @@ def load_trained_model(workdir: str | os.PathLike, step: int | None = None) -> T
         activation=spec.activation,
         short_term_heads=spec.short_term_heads,
         ownership_trained=_learned_ownership(run.config),
+        moves=str(run.config.get("selfplay", {}).get("moves", "legal")),
     )
 
 

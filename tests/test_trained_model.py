@@ -123,3 +123,24 @@ def test_only_self_play_with_an_ownership_loss_learns_ownership():
     assert not _learned_ownership({"selfplay": {}, "learner": {"ownership_weight": 0.0}})
     # train-sl's games have no final positions to learn it from.
     assert not _learned_ownership({"data": {}, "learner": {"ownership_weight": 1.0}})
+
+
+def test_a_checkpoint_plays_over_its_runs_move_set(run_dir):
+    """The run self-played over "sensible" moves (default_config's), so its net in GTP never
+    considers filling its own eye, unless --moves legal says otherwise."""
+    assert load_trained_model(run_dir).moves == "sensible"
+    # Black's eye at the corner point a1 (action 20 on 5x5): b1, a2 and b2 are Black's.
+    state = gojax.new_game(5, komi=0.5)
+    for action in (21, 12, 15, 13, 16, 14):  # B b1, W c3, B a2, W d3, B b2, W e3
+        state = gojax.play(state, action)
+    assert not gojax.search.MOVE_SETS["sensible"](state)[20] and gojax.legal_moves(state)[20]
+    for visits in (1, 4):
+        listed = {}
+        for moves in (None, "legal"):
+            player = make_engine(_args(run_dir, visits=visits, moves=moves)).player
+            analyses = [player.evaluate(state)]
+            if visits > 1:
+                analyses.append(player.analyze(state, visits=visits, key=jax.random.key(1)))
+            listed[moves] = {info.action for a in analyses for info in a.moves}
+        assert 20 not in listed[None] and 20 in listed["legal"], visits
+        assert listed["legal"] - listed[None] <= {20, 25}, visits  # the eye and pass only
