@@ -115,7 +115,7 @@ def continue_from(path: str | os.PathLike, template: Any, config: dict[str, Any]
     info = dict(restored.info)
     counters = dict(info.get("counters", {}))
     entry = {
-        "init_from": f"{directory}/{step}",
+        "init_from": os.fspath(path),  # as given: a lineage names no machine's folders
         "step": step,
         "counters": counters,
         "started": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
