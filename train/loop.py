@@ -840,7 +840,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     if gating and best is None:
         best = _host_variables(state)  # the first network is the first best
     if chief:
-        record_start(workdir, config_json, resumed_from or 0)
+        # The step it starts from: a continuation's (train.init_from) is its source's.
+        record_start(workdir, config_json, int(jax.device_get(state.step)))
 
     def save(force: bool, pending: Sequence[dict[str, Any]] = ()) -> None:
         """A checkpoint if one is due (or ``force``), of a finite state only: a
