@@ -22,8 +22,9 @@ the throughput of a 2-core CPU):
 
 * Net: ``b6c64`` (6 blocks x 64 channels, two global-pooling blocks, 0.48M
   parameters), KataGo's architecture and input features. ``tiny`` (2x16) is
-  too small to hold tactics; ``b6c96`` self-plays at 39 moves/s here against
-  about 2.5x that for ``b6c64``: at a fixed CPU budget, more games.
+  too small to hold tactics; ``b6c96`` self-played at 39 moves/s on 2 cores
+  (random weights, 64 games) against 52-56 for ``b6c64`` in the run: at a
+  fixed CPU budget, more games.
 * Targets: KataGo's ownership and score targets (their nets beat nets trained
   without them 66-86%) and the score's spread (the score utility reads it).
 * Search: KataGo's PUCT with its score utility (70-76% against mctx's PUCT),
