@@ -431,7 +431,7 @@ def section_strength(smoke: bool) -> dict:
     import shutil
 
     from train import loop
-    from train.continuation import snapshot
+    from train.continuation import checkpoint_counters, snapshot
 
     out = Path(STRENGTH["out"]) / "strength"
     shutil.rmtree(out, ignore_errors=True)  # this section's own scratch: a fresh run each call
@@ -470,9 +470,7 @@ def section_strength(smoke: bool) -> dict:
     moves = sum(r.get("selfplay.positions", 0.0) for r in records)
     learner_s = sum(r.get("learner.seconds", 0.0) for r in records)
     samples = sum(r.get("learner.steps", 0.0) for r in records) * config.learner.batch_size
-    counters = json_lib.loads(
-        (out / "snapshot" / "checkpoints" / str(step) / "meta" / "metadata").read_text()
-    )["info"]["counters"]
+    counters = checkpoint_counters(out / "snapshot", step)
     result = {
         "config": f"go9_strong, {games} games an iteration, {STRENGTH['minutes']:g} minutes",
         "from": STRENGTH["init"] or "scratch",

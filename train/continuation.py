@@ -75,6 +75,11 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: tree}
 
 
+def _read_meta(directory: str | os.PathLike, step: int) -> dict[str, Any]:
+    """The JSON ``meta`` item of checkpoint ``step`` in ``directory`` (config, info)."""
+    return json.loads((Path(directory) / str(step) / "meta" / "metadata").read_text())
+
+
 def state_key_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``"key: old -> new"`` for each of :data:`STATE_KEYS` on which the configs differ."""
     a, b = _flat(saved), _flat(current)
@@ -92,7 +97,7 @@ def continue_from(path: str | os.PathLike, template: Any, config: dict[str, Any]
     directory, step = resolve_checkpoint(path)
     ckpt = Checkpointer(directory)
     try:
-        meta = json.loads((Path(directory) / str(step) / "meta" / "metadata").read_text())
+        meta = _read_meta(directory, step)
     except (OSError, ValueError) as error:
         ckpt.close()
         raise ValueError(f"{directory}/{step}: cannot read its metadata ({error})") from error
@@ -129,9 +134,10 @@ def checkpoint_counters(workdir: str | os.PathLike, step: int) -> dict[str, Any]
     """The training loop's counters saved with checkpoint ``step`` of the run in
     ``workdir`` (``games``, ``positions``, ``cpu_seconds``, ...), cumulative over its
     lineage; ``{}`` when the checkpoint has none (written before they were kept)."""
-    path = Path(workdir) / "checkpoints" / str(step) / "meta" / "metadata"
     try:
-        return dict(json.loads(path.read_text()).get("info", {}).get("counters", {}))
+        return dict(
+            _read_meta(Path(workdir) / "checkpoints", step).get("info", {}).get("counters", {})
+        )
     except (OSError, ValueError, AttributeError):
         return {}
 
@@ -156,8 +162,7 @@ def snapshot(workdir: str | os.PathLike, out: str | os.PathLike, step: int | Non
     step = newest if step is None else int(step)
     source = Checkpointer(directory)
     try:
-        meta = json.loads((Path(directory) / str(step) / "meta" / "metadata").read_text())
-        run = ml_collections.ConfigDict(meta["config"])
+        run = ml_collections.ConfigDict(_read_meta(directory, step)["config"])
         template = abstract_train_state(
             spec_from_config(run.model), learner_config(run), run.board.size
         )

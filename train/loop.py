@@ -798,7 +798,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     latest = ckpt.latest_step()
     if latest is not None:
         _check_resumable(_saved_config(ckpt.directory, latest), config_json, workdir, latest)
-    restored = ckpt.restore_latest(abstract_train_state(spec, lconfig, sp_config.size, mesh))
+    template = abstract_train_state(spec, lconfig, sp_config.size, mesh)
+    restored = ckpt.restore_latest(template)
     # Cumulative over the run's whole lineage (continuations included): the compute
     # behind its nets. cpu_seconds is this process's (every thread's) CPU time.
     counters = {
@@ -812,7 +813,6 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
     best = None  # with gating: the variables self-play uses
     lineage: list[dict[str, Any]] = []
     if restored is None and latest is None and t.init_from:
-        template = abstract_train_state(spec, lconfig, sp_config.size, mesh)
         restored = continue_from(t.init_from, template, config_json)
         state, lineage = restored.state, restored.info["lineage"]
         for k, v in restored.info.get("counters", {}).items():
@@ -843,6 +843,10 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         # The step it starts from: a continuation's (train.init_from) is its source's.
         record_start(workdir, config_json, int(jax.device_get(state.step)))
 
+    def info() -> dict[str, Any]:
+        """What a checkpoint or snapshot carries beside the state: counters, lineage."""
+        return {"counters": dict(counters), "lineage": lineage}
+
     def save(force: bool, pending: Sequence[dict[str, Any]] = ()) -> None:
         """A checkpoint if one is due (or ``force``), of a finite state only: a
         non-finite loss among ``pending`` (this iteration's steps so far) or value in the
@@ -861,16 +865,14 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
             "counters": {k: np.asarray(v) for k, v in counters.items()},
             **({"best": best} if gating else {}),
         }
-        info = {"counters": {k: v for k, v in counters.items()}, "lineage": lineage}
-        ckpt.save(step, state, extra=extra, config=config_json, info=info, force=force)
+        ckpt.save(step, state, extra=extra, config=config_json, info=info(), force=force)
 
     def snapshot() -> None:
         step = int(jax.device_get(state.step))
         if snapshots is not None and snapshots.should_save(step):
             _check_state_finite(state, step, snapshots)
             count_time()
-            info = {"counters": {k: v for k, v in counters.items()}, "lineage": lineage}
-            snapshots.save(step, state, config=config_json, info=info)
+            snapshots.save(step, state, config=config_json, info=info())
 
     guard = install_signal_handlers(lambda signum: (save(True), ckpt.close()), defer=True)
 
