@@ -8,9 +8,18 @@ A checkpoint holds three items under ``<directory>/<step>/``:
 * ``meta``: JSON: the run's config (any JSON-able dict) and whether ``extra`` exists.
 
 Orbax writes a step into a temporary directory and renames it when complete,
-so an interrupted save never looks like a checkpoint; a finished step that
-cannot be read back (a truncated or deleted file) is reported with a warning
-naming it and the previous step is restored instead::
+so an interrupted save never looks like a checkpoint. Every save also records
+a digest of its payload (:func:`payload_digest`, in ``meta``) and reads the
+state back to check it, so damage on disk is found where orbax alone would
+load it silently (a flipped byte in an uncompressed array). On restore, a step
+whose payload no longer matches its digest is moved aside into
+``<directory>/corrupt/`` and the previous step is restored instead; one that
+cannot be read at all (a truncated or deleted file) is reported with a warning
+naming it and skipped the same way.
+
+Rotation keeps the newest ``keep`` steps and, whatever else happens, the newest
+step known to be good (read back and matched against its digest): a run whose
+later saves are all damaged still has the last good one to resume from::
 
     ckpt = Checkpointer(workdir / "checkpoints", save_every=1000, keep=3)
     restored = ckpt.restore_latest(abstract_train_state(spec, config, size, mesh))
@@ -24,8 +33,10 @@ naming it and the previous step is restored instead::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -40,6 +51,32 @@ import orbax.checkpoint as ocp
 log = logging.getLogger(__name__)
 
 _TMP_MARKER = ".orbax-checkpoint-tmp"
+CORRUPT_FOLDER = "corrupt"  # under a checkpoint directory: steps that failed their digest
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint's payload does not match the digest written with it."""
+
+
+def payload_digest(tree: Any) -> str | None:
+    """A BLAKE2b digest of every leaf of ``tree``: its path, dtype, shape and bytes.
+
+    None when a leaf is an array this process does not hold whole (a multi-host
+    sharding): each host writes only its shards, so no host can check the whole.
+    PRNG key arrays are digested by their key data.
+    """
+    digest = hashlib.blake2b(digest_size=32)
+    leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+    for path, leaf in leaves:
+        if isinstance(leaf, jax.Array):
+            if not leaf.is_fully_addressable:
+                return None
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+                leaf = jax.random.key_data(leaf)
+        array = np.ascontiguousarray(np.asarray(leaf))
+        digest.update(f"{jax.tree_util.keystr(path)}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.view(np.uint8).reshape(-1) if array.size else b"")
+    return digest.hexdigest()
 
 
 @dataclasses.dataclass
@@ -60,7 +97,8 @@ class Checkpointer:
       directory: where step directories go (created if missing). On several
         hosts it must be a filesystem they share.
       save_every: ``save`` without ``force`` writes only when ``step`` is a multiple.
-      keep: how many checkpoints to keep (older ones are deleted after a save).
+      keep: how many checkpoints to keep (older ones are deleted after a save,
+        except the newest verified one).
       async_save: write in a background thread (``save`` returns once the arrays
         are copied off the devices, so the state may be donated right after).
     """
@@ -73,10 +111,18 @@ class Checkpointer:
         keep: int = 3,
         async_save: bool = False,
     ) -> None:
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, not {keep}")
         self.directory = os.path.abspath(os.fspath(directory))
         self.save_every = save_every
+        self.keep = keep
+        self._async = async_save
+        # Steps read back whole and matching their digest (by this process), and
+        # steps found unreadable (re-saving one of those replaces it).
+        self._verified: set[int] = set()
+        self._unreadable: set[int] = set()
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep,
+            max_to_keep=None,  # rotation is ours: it must spare the newest good step
             create=True,
             enable_async_checkpointing=async_save,
         )
@@ -116,38 +162,109 @@ class Checkpointer:
         if not (force or self.should_save(step)):
             return False
         if step in self.all_steps():
-            return False
+            if step not in self._unreadable:
+                return False
+            self._quarantine(step, "it could not be read back")
+        host = jax.tree.map(np.asarray, extra) if extra else None
+        digest = {"state": payload_digest(state), "extra": payload_digest(host) if host else None}
         items = {
             "state": ocp.args.StandardSave(state),
             "meta": ocp.args.JsonSave(
-                {"config": config, "has_extra": bool(extra), "info": info or {}}
+                {"config": config, "has_extra": bool(extra), "info": info or {}, "digest": digest}
             ),
         }
-        if extra:
-            host = jax.tree.map(np.asarray, extra)
+        if host:
             items["extra"] = ocp.args.StandardSave(host)
         saved = self._manager.save(step, args=ocp.args.Composite(**items), force=True)
         log.info("checkpoint step %d -> %s", step, self.directory)
+        if saved and not self._async:
+            self._manager.wait_until_finished()
+            self._check_written(step, state, digest["state"])
+            self._rotate()
         return bool(saved)
 
+    def _check_written(self, step: int, state: Any, digest: str | None) -> None:
+        """Read the state just written back and compare it with its digest."""
+        if digest is None:
+            return
+        try:
+            out = self._manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(state))
+            )
+            ok = payload_digest(out["state"]) == digest
+        except Exception as error:  # noqa: BLE001 - any failure means "not good"
+            ok, digest = False, f"{type(error).__name__}: {error}"
+        if ok:
+            self._verified.add(step)
+        else:
+            warnings.warn(
+                f"checkpoint {self._step_path(step)} did not read back as written ({digest}); "
+                "older checkpoints are kept",
+                stacklevel=3,
+            )
+
+    def _rotate(self) -> None:
+        """Delete all but the newest ``keep`` steps, sparing the newest verified one."""
+        steps = self.all_steps()
+        doomed = steps[: -self.keep]
+        if not doomed:
+            return
+        good = [s for s in steps if s in self._verified]
+        spared = good[-1] if good else None
+        if spared is None:
+            # Nothing verified by this process: spare the newest step that was
+            # written before digests existed or that this process never read.
+            spared = steps[-1]
+        for step in doomed:
+            if step != spared:
+                self._manager.delete(step)
+
+    def _step_path(self, step: int) -> str:
+        return os.path.join(self.directory, str(step))
+
+    def _quarantine(self, step: int, why: str) -> str:
+        """Move step ``step`` into ``<directory>/corrupt/`` (kept for inspection)."""
+        folder = os.path.join(self.directory, CORRUPT_FOLDER)
+        os.makedirs(folder, exist_ok=True)
+        target = os.path.join(folder, str(step))
+        suffix = 1
+        while os.path.exists(target):
+            target = os.path.join(folder, f"{step}-{suffix}")
+            suffix += 1
+        shutil.move(self._step_path(step), target)
+        self._manager.reload()
+        self._unreadable.discard(step)
+        self._verified.discard(step)
+        warnings.warn(f"checkpoint {self._step_path(step)} moved to {target}: {why}", stacklevel=3)
+        return target
+
     def wait(self) -> None:
-        """Block until an asynchronous save has finished."""
+        """Block until an asynchronous save has finished (then rotate, unverified)."""
         self._manager.wait_until_finished()
+        if self._async:
+            self._rotate()
 
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
 
+    def read_meta(self, step: int) -> dict[str, Any]:
+        """Step ``step``'s JSON meta: ``config``, ``has_extra``, ``info``, ``digest``."""
+        return self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))[
+            "meta"
+        ]
+
     def restore(self, step: int, template: Any, *, with_extra: bool = True) -> Restored:
         """Restore ``step`` onto ``template``'s shapes, dtypes and shardings.
+
+        Raises :class:`CorruptCheckpointError` when what was read does not match
+        the digest saved with it (checkpoints written before digests are not checked).
 
         ``template`` is a pytree of arrays or ``jax.ShapeDtypeStruct``s with
         ``sharding`` set (``train.learner.abstract_train_state(..., mesh)``).
         ``with_extra=False`` leaves the extra arrays (the replay) unread.
         """
-        meta = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))[
-            "meta"
-        ]
+        meta = self.read_meta(step)
         with_extra = with_extra and bool(meta.get("has_extra"))
         items = {"state": ocp.args.StandardRestore(template)}
         if with_extra:
@@ -156,6 +273,17 @@ class Checkpointer:
         extra = None
         if with_extra:
             extra = jax.tree.map(np.asarray, out["extra"])
+        digest = meta.get("digest") or {}
+        checks = [("state", out["state"])] + ([("extra", extra)] if with_extra else [])
+        for item, tree in checks:
+            expected = digest.get(item)
+            if expected is not None and payload_digest(tree) != expected:
+                raise CorruptCheckpointError(
+                    f"checkpoint {self._step_path(step)}: its {item} does not match the "
+                    "digest written with it (damaged on disk)"
+                )
+        if digest.get("state") is not None:
+            self._verified.add(step)
         return Restored(
             step=step,
             state=out["state"],
@@ -181,9 +309,14 @@ class Checkpointer:
         for step in reversed(self.all_steps()):
             try:
                 return self.restore(step, template)
+            except CorruptCheckpointError as error:
+                self._quarantine(step, f"{error}; trying the previous one")
             except Exception as error:  # noqa: BLE001 - any failure means "unreadable"
+                # Left in place (a changed program, not the file, may be at fault);
+                # a later save of this step replaces it.
+                self._unreadable.add(step)
                 warnings.warn(
-                    f"checkpoint {os.path.join(self.directory, str(step))} is corrupt or "
+                    f"checkpoint {self._step_path(step)} is corrupt or "
                     f"incomplete ({type(error).__name__}: {error}); trying the previous one",
                     stacklevel=2,
                 )
@@ -298,8 +431,7 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
         raise ValueError(f"{workdir}: no checkpoint at step {step}; there are {steps}")
     ckpt = Checkpointer(os.path.join(os.fspath(workdir), "checkpoints"))
     try:
-        meta = ckpt._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
-        config = meta["meta"].get("config")
+        config = ckpt.read_meta(step).get("config")
         if not config:
             raise ValueError(f"{workdir}: checkpoint {step} has no config")
         run = ml_collections.ConfigDict(config)
@@ -309,12 +441,9 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
         template = jax.tree.map(
             lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=device), shapes
         )
-        out = ckpt._manager.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(template))
-        )
+        state = ckpt.restore(step, template, with_extra=False).state
     finally:
         ckpt.close()
-    state = out["state"]
     variables = jax.device_get({"params": state.params, "batch_stats": state.batch_stats})
     return RunVariables(step=step, config=config, variables=variables)
 
