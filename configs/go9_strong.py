@@ -26,12 +26,24 @@ the throughput of a 2-core CPU):
   (random weights, 64 games) against 52-56 for ``b6c64`` in the run: at a
   fixed CPU budget, more games.
 * Targets: KataGo's ownership and score targets (their nets beat nets trained
-  without them 66-86%) and the score's spread (the score utility reads it).
-* Search: KataGo's PUCT with its score utility (70-76% against mctx's PUCT),
-  its root policy temperature (1.25 early, 1.1 late) and its move
-  temperature (0.75 early, 0.15 late, halving every ~9 moves): 73-76% in our
-  runs. 32 simulations every move, no playout-cap randomisation (it cost
-  strength at 16 simulations here), root Dirichlet noise 0.25.
+  without them 66-86%) and the score's spread (read by the score utility of
+  the first phase).
+* Search: Gumbel AlphaZero (Danihelka et al. 2022), 16 simulations over 16
+  root moves sampled by the Gumbel-top-k trick; the policy learns
+  ``softmax(logits + sigma(completed Q))`` over every legal move, and the
+  game plays the noisy sequential-halving winner for 30 moves, then the
+  plain one. Why: the run's first 1,537 learner steps searched with KataGo's
+  PUCT (32 simulations, its score utility, root noise 0.25, root and move
+  temperatures 1.25/1.1 and 0.75/0.15). Its policy loss stopped at 3.2 from
+  step ~400 while its targets' entropy was ~1.5 nats: 32 visits split by a
+  noisy prior give targets the policy cannot predict, and it stopped
+  learning from them (nets 0/40 against GnuGo level 0). Gumbel's targets
+  move the policy on every move by the search's values (the best of the
+  four arms of our 9x9 Gumbel experiment in docs/papers.md) and need no
+  root noise; with half the simulations self-play runs at ~90 moves/s
+  instead of ~52. From step 1,537 the run continued under this search
+  (``--config.train.init_from`` of the PUCT run's checkpoint; the lineage in
+  its checkpoints records both).
 * Resignation at a value of 0.9, 10% of games never resign to measure false
   positives (``selfplay.resign_false_positive_rate`` in metrics.jsonl).
 * Learner: AdamW 1e-3, batch 256, 96 steps per 128 games (about two samples
@@ -54,13 +66,11 @@ def get_config():
     c.model.preset = "b6c64"
 
     c.selfplay.num_games = 128
-    c.selfplay.search_kind = "katago"
-    c.selfplay.num_simulations = 32
-    c.selfplay.dirichlet_fraction = 0.25
-    c.selfplay.root_policy_temperature = 1.1
-    c.selfplay.root_policy_temperature_early = 1.25
-    c.selfplay.move_temperature = 0.15
-    c.selfplay.move_temperature_early = 0.75
+    c.selfplay.search_kind = "gumbel"
+    c.selfplay.num_simulations = 16
+    c.selfplay.gumbel_considered = 16
+    c.selfplay.gumbel_scale = 1.0
+    c.selfplay.temperature_moves = 30  # the noisy sequential-halving winner, then the plain one
     c.selfplay.resign_threshold = 0.9
     c.selfplay.no_resign_fraction = 0.1
 
