@@ -25,6 +25,8 @@ Files in the output folder:
 * ``match.json``: the settings; a rerun must match them (``games`` may grow).
 * ``results.jsonl``: one JSON object per finished game, appended and synced
   after its SGF is written, so an interrupted match resumes where it stopped.
+  A line cut short or damaged is reported, never counted, and its game played
+  again; a resume moves such lines to ``results.jsonl.damaged``.
 * ``game-0001.sgf`` ...: every game, written atomically.
 * ``engine-a.log``, ``engine-b.log``, ``referee.log``: the engines' stderr.
 """
@@ -41,6 +43,7 @@ import re
 import shlex
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -56,7 +59,7 @@ from eval.gtp_client import (
     split_command,
 )
 from gojax import sgf
-from gojax._atomic import write_atomic
+from gojax._atomic import DamagedFileWarning, write_atomic
 from gojax._board import BLACK, legal_moves, new_game, play, score
 from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._game import record_from_actions, result_string
@@ -230,41 +233,95 @@ class MatchResult:
 def read_results(folder: str | os.PathLike, *, repair: bool = False) -> dict[int, GameResult]:
     """The finished games in ``folder``'s results file, by game number.
 
-    A last line cut short (the process was killed while appending) is
-    ignored, and with ``repair`` removed from the file, so that the next
-    append starts on a line of its own. A bad line elsewhere raises
-    ValueError naming it.
+    A line that is not a whole game result is reported (one
+    ``DamagedFileWarning`` naming the file and its lines) and left out, so
+    that its game is played again: the last line cut short when the process
+    was killed while appending (even if its JSON is whole: no newline ends
+    it), or any line damaged since (not JSON, fields missing or of the wrong
+    type). The other lines are trusted. With ``repair`` the file is rewritten
+    (atomically) with the trusted lines only, so that the next append starts
+    on a line of its own and the damage is reported once; the lines left out
+    are appended to ``results.jsonl.damaged`` beside it, for inspection.
     """
     path = Path(folder) / RESULTS_FILE
     if not path.exists():
         return {}
-    data = path.read_bytes()
-    lines = data.split(b"\n")
+    lines = path.read_bytes().split(b"\n")  # the last: what follows the last newline
     results: dict[int, GameResult] = {}
-    fields = {f.name for f in dataclasses.fields(GameResult)}
-    kept = 0
+    kept: list[bytes] = []
+    damaged: list[tuple[int, bytes, str]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
-            kept += len(line) + 1
             continue
-        last = number == len(lines)  # no newline after it: possibly torn
         try:
-            entry = json.loads(line)
-            game = GameResult(**{k: v for k, v in entry.items() if k in fields})
-        except (ValueError, TypeError) as err:
-            if last:
-                break
-            raise ValueError(f"{path}, line {number}: not a game result ({err})") from None
-        if last:
-            break  # complete JSON but no newline: treat as torn too, it is replayed
+            if number == len(lines):
+                raise ValueError("cut short")
+            game = _game_result(line)
+        except ValueError as err:
+            damaged.append((number, line, str(err)))
+            continue
         results[game.game] = game
-        kept += len(line) + 1
-    if repair and kept < len(data):
-        with open(path, "r+b") as f:
-            f.truncate(kept)
-            f.flush()
-            os.fsync(f.fileno())
+        kept.append(line)
+    if damaged:
+        shown = "; ".join(f"line {n}: {why}" for n, _, why in damaged[:3])
+        more = f"; {len(damaged) - 3} more" if len(damaged) > 3 else ""
+        warnings.warn(
+            f"{path}: {len(damaged)} line(s) not a game result, not counted (a resume plays "
+            f"their games again): {shown}{more}",
+            DamagedFileWarning,
+            stacklevel=2,
+        )
+        if repair:
+            with open(path.with_name(RESULTS_FILE + ".damaged"), "ab") as f:
+                f.write(b"".join(line + b"\n" for _, line, _ in damaged))
+            write_atomic(path, b"".join(line + b"\n" for line in kept))
     return results
+
+
+def _game_result(line: bytes) -> GameResult:
+    """One line of the results file as a ``GameResult``; ValueError saying why it is not."""
+    try:
+        entry = json.loads(line)
+    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
+        raise ValueError(f"not JSON ({err})") from None
+    if not isinstance(entry, dict):
+        raise ValueError(f"a JSON {type(entry).__name__}, not an object")
+    fields = {f.name: f for f in dataclasses.fields(GameResult)}
+    missing = [
+        name for name, f in fields.items() if name not in entry and f.default is dataclasses.MISSING
+    ]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)}")
+    for name, allowed in _RESULT_FIELDS.items():
+        if name in entry and not allowed(entry[name]):
+            raise ValueError(f"{name}={entry[name]!r}")
+    return GameResult(**{k: v for k, v in entry.items() if k in fields})
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# What each field of a results line may hold (``_play_game`` writes them).
+_RESULT_FIELDS = {
+    "game": _count,
+    "black": lambda v: v in ("A", "B"),
+    "black_name": lambda v: isinstance(v, str),
+    "white_name": lambda v: isinstance(v, str),
+    "result": lambda v: isinstance(v, str),
+    "winner": lambda v: v in ("A", "B", None),
+    "reason": lambda v: v in REASONS,
+    "moves": _count,
+    "margin": _number,
+    "loser_move": lambda v: v is None or isinstance(v, str),
+    "seconds": _number,
+    "sgf": lambda v: isinstance(v, str),
+    "counted_by": lambda v: v in ("board", "referee"),
+}
 
 
 def read_match(folder: str | os.PathLike) -> MatchResult:
@@ -874,7 +931,9 @@ def cmd_match(args: argparse.Namespace) -> int:
     finished = 0
     if (folder / MANIFEST_FILE).exists():
         _check_manifest(folder, config)  # a different match is an error, not a resume
-        finished = len(read_results(folder))
+        with warnings.catch_warnings():  # run_match reports damaged lines as it repairs them
+            warnings.simplefilter("ignore", DamagedFileWarning)
+            finished = len(read_results(folder))
     if finished:
         print(f"resuming {config.out}: {finished} games already played", flush=True)
 

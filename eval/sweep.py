@@ -11,7 +11,8 @@ opponent, ``games.num_games`` games with colours alternating) and writes
 
 * ``DIR/sweep.json``: the settings every cell shares; a restart must match them;
 * ``DIR/cells/<cell-id>.json``: one file per finished cell, written atomically:
-  a restart skips these, so an interrupted sweep resumes where it stopped;
+  a restart skips these, so an interrupted sweep resumes where it stopped (a
+  damaged one is reported, never counted, and its cell played again);
 * ``DIR/results.csv`` and ``DIR/results.json``: every finished cell of the
   grid, plus (JSON) the Bradley-Terry ratings of the pool;
 * ``DIR/ratings.txt``, ``DIR/ratings.png``, ``DIR/win_rate_vs_simulations.png``
@@ -46,11 +47,13 @@ import functools
 import io
 import itertools
 import json
+import math
 import os
 import re
 import shlex
 import sys
 import time
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -58,8 +61,17 @@ from typing import Any
 import ml_collections
 
 from eval.gtp_client import split_command
-from gojax._atomic import write_atomic
+from gojax import get_rules
+from gojax._atomic import DamagedFileWarning, write_atomic
 from gojax.cli import _positive
+from train.config_checks import (
+    KeyRanges,
+    bad_value,
+    check_keys,
+    check_ranges,
+    is_int,
+    is_number,
+)
 
 __all__ = [
     "Cell",
@@ -212,44 +224,39 @@ def _rollout_weights(path: str):
 # Config checks.
 
 
-def _flat_keys(config: ml_collections.ConfigDict, prefix: str = "") -> set[str]:
-    keys = set()
-    for k in config.keys():
-        value = config[k]
-        if isinstance(value, ml_collections.ConfigDict):
-            keys |= _flat_keys(value, f"{prefix}{k}.")
-        else:
-            keys.add(f"{prefix}{k}")
-    return keys
+# The numeric keys of a sweep config; tuples (the grid's axes) element by element.
+SWEEP_RANGES = KeyRanges(
+    at_least_one=("search.simulations", "search.rollouts", "games.num_games"),
+    at_least_zero=("seed", "games.batch_size", "games.opening_moves", "games.num_devices"),
+    fractions=("search.rollout_lambda", "games.resign_threshold"),
+    positive=("search.c_puct", "games.move_timeout"),
+)
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
     """Raise ValueError naming unknown keys or bad values (before anything runs)."""
-    unknown = sorted(_flat_keys(config) - _flat_keys(default_config()))
-    if unknown:
-        raise ValueError(f"unknown sweep config keys {unknown}")
+    from gojax.search import KINDS, MOVE_SETS
+
+    check_keys(config, default_config())
     if not config.checkpoints.workdir:
         raise ValueError("checkpoints.workdir is not set (a training run's workdir)")
-    if config.games.num_games < 1:
-        raise ValueError(f"games.num_games must be positive, got {config.games.num_games}")
-    if not 0.0 <= config.games.resign_threshold <= 1.0:
-        raise ValueError("games.resign_threshold must be in [0, 1] (0: never resign)")
-    for name in ("kinds", "simulations", "c_puct"):
+    steps = config.checkpoints.steps
+    if not all(is_int(step) and step >= -1 for step in steps):
+        raise bad_value("checkpoints.steps", steps, "checkpoint steps of the run (-1: the newest)")
+    for name in ("kinds", "simulations", "c_puct", "rollout_lambda"):
         if not config.search[name]:
-            raise ValueError(f"search.{name} is empty")
-    from gojax.search import MOVE_SETS
-
-    if config.search.moves is not None and config.search.moves not in MOVE_SETS:
-        raise ValueError(f"search.moves must be one of {tuple(MOVE_SETS)} or None")
-    lambdas = _lambdas(config)
-    if not lambdas:
-        raise ValueError("search.rollout_lambda is empty (0: the net alone)")
-    if not all(0.0 <= lam <= 1.0 for lam in lambdas):
-        raise ValueError(f"search.rollout_lambda must be in [0, 1], not {lambdas}")
-    if config.search.rollouts < 1:
-        raise ValueError(f"search.rollouts must be >= 1, not {config.search.rollouts}")
+            raise bad_value(f"search.{name}", config.search[name], "a non-empty tuple (an axis)")
+    check_ranges(config, SWEEP_RANGES)
+    if any(kind not in KINDS for kind in config.search.kinds):
+        raise bad_value("search.kinds", config.search.kinds, f"one of {KINDS}", each=True)
+    moves = config.search.moves
+    if moves is not None and (not isinstance(moves, str) or moves not in MOVE_SETS):
+        raise bad_value("search.moves", config.search.moves, f"one of {tuple(MOVE_SETS)} or None")
+    _check_board_overrides(config.board)
+    if not math.isfinite(config.ratings.anchor_elo):
+        raise bad_value("ratings.anchor_elo", config.ratings.anchor_elo, "a finite number")
     if not config.opponents:
-        raise ValueError("opponents is empty")
+        raise bad_value("opponents", config.opponents, "a non-empty tuple")
     kinds = {_parse_opponent(opponent)[0] for opponent in config.opponents}
     if config.search.rollout_policy:
         if not _mixes_rollouts(config):
@@ -260,6 +267,20 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         _rollout_weights(str(config.search.rollout_policy))  # a clear error if unreadable
     if config.games.referee and "gnugo" not in kinds:
         raise ValueError("games.referee counts GTP games: it needs a gnugo: opponent")
+
+
+def _check_board_overrides(board: ml_collections.ConfigDict) -> None:
+    """``board`` keys are None (the run's) or a value of their own type and range: their
+    None defaults let any type through ``check_keys``."""
+    if board.komi is not None and not (is_number(board.komi) and math.isfinite(board.komi)):
+        raise bad_value("board.komi", board.komi, "a finite number, or None (the run's)")
+    if board.max_moves is not None and not (is_int(board.max_moves) and board.max_moves >= 0):
+        raise bad_value("board.max_moves", board.max_moves, "an integer, 0 or more, or None")
+    if board.rules is not None:
+        try:
+            get_rules(board.rules)
+        except (ValueError, TypeError) as error:
+            raise bad_value("board.rules", board.rules, f"a rule set or None ({error})") from None
 
 
 def _lambdas(config: ml_collections.ConfigDict) -> tuple[float, ...]:
@@ -453,14 +474,79 @@ def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
 
 
 def read_cell(workdir: Path, cell: Cell) -> dict[str, Any] | None:
-    """The finished cell's row, or None if it has not been played (or its file is damaged)."""
+    """The finished cell's row, or None if it has not been played.
+
+    A file that is not this cell's row (cut short, not JSON, fields missing or of
+    the wrong type, counts that do not add up, another cell's) is reported with a
+    ``DamagedFileWarning`` naming it and read as not played: the cell is played
+    again and its file replaced, never counted in the results.
+    """
     path = workdir / CELLS_DIR / f"{cell.id}.json"
     try:
-        row = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        row = json.loads(path.read_bytes())
+    except FileNotFoundError:
         return None
-    row.setdefault("rollout_lambda", 0.0)  # cells from before lambda was an axis
-    return row
+    except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        return _damaged(path, f"unreadable ({type(error).__name__}: {error})")
+    if isinstance(row, dict):
+        row.setdefault("rollout_lambda", 0.0)  # cells from before lambda was an axis
+    problem = _row_problem(row, cell)
+    return _damaged(path, problem) if problem else row
+
+
+def _damaged(path: Path, why: str) -> None:
+    warnings.warn(f"{path}: {why}; the cell is played again", DamagedFileWarning, stacklevel=3)
+    return None
+
+
+# A cell row's fields and what each holds (``_play_cell`` writes them).
+_ROW_TYPES = {
+    **{name: str for name in ("cell", "kind", "agent", "opponent", "opponent_name")},
+    **{
+        name: int
+        for name in ("step", "simulations", "games", "wins", "draws", "losses", "resignations")
+    },
+    **{
+        name: float
+        for name in (
+            "c_puct",
+            "rollout_lambda",
+            "win_rate",
+            "ci95_lo",
+            "ci95_hi",
+            "win_rate_as_black",
+            "win_rate_as_white",
+            "mean_length",
+            "seconds",
+            "games_per_second",
+        )
+    },
+}
+
+
+def _row_problem(row: Any, cell: Cell) -> str | None:
+    """Why ``row`` is not ``cell``'s finished row, or None if it is."""
+    if not isinstance(row, dict):
+        return f"not a cell's row (a JSON {type(row).__name__})"
+    missing = [name for name in _ROW_TYPES if name not in row]
+    if missing:
+        return f"not a cell's row (no {', '.join(missing)})"
+    for name, kind in _ROW_TYPES.items():
+        value = row[name]
+        ok = is_number(value) if kind is float else isinstance(value, kind)
+        if not ok or (kind is int and not is_int(value)):
+            return f"not a cell's row ({name}={value!r} is not {_KIND_NAMES[kind]})"
+    if row["cell"] != cell.id:
+        return f"the row of cell {row['cell']!r}, not of {cell.id!r}"
+    if min(row["wins"], row["draws"], row["losses"]) < 0 or (
+        row["wins"] + row["draws"] + row["losses"] != row["games"]
+    ):
+        counts = f"{row['wins']} + {row['draws']} + {row['losses']}"
+        return f"wins, draws and losses ({counts}) do not add up to its {row['games']} games"
+    return None
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
 
 
 # ----------------------------------------------------------------------------
@@ -687,13 +773,15 @@ def run_sweep(
             agents.check_board(other, int(step), board["size"])
         if kind == "uct" and (policy := _uct_arg(arg)[1]):
             _rollout_weights(policy)  # a clear error before any game
+    mesh = _make_mesh(config.games.num_devices)  # more devices than exist: before any write
     workdir.mkdir(parents=True, exist_ok=True)
     _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
-    todo = [cell for cell in grid if read_cell(workdir, cell) is None]
+    # Each cell file read once: a damaged one is reported once, then played again.
+    finished = {cell: read_cell(workdir, cell) for cell in grid}
+    todo = [cell for cell in grid if finished[cell] is None]
     done = len(grid) - len(todo)
     if max_cells is not None:
         todo = todo[: int(max_cells)]
-    mesh = _make_mesh(config.games.num_devices)
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -705,12 +793,13 @@ def run_sweep(
                 bar.set_postfix_str(cell.id, refresh=True)
             row = _play_cell(cell, agents, config, board, mesh, workdir)
             write_atomic(workdir / CELLS_DIR / f"{cell.id}.json", json.dumps(row, indent=2) + "\n")
+            finished[cell] = row
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    rows = [row for row in (read_cell(workdir, cell) for cell in grid) if row is not None]
+    rows = [finished[cell] for cell in grid if finished[cell] is not None]
     ratings = _ratings(rows, config)
     compute = {step: checkpoint_counters(run, step) for step in sorted({r["step"] for r in rows})}
     write_summaries(workdir, rows, ratings, plots=config.plots, compute=compute)

@@ -4,6 +4,10 @@ Results, cells, manifests and plots are written to a temporary file beside
 the target, flushed to disk, then renamed over it (``os.replace`` is atomic
 on POSIX within one filesystem). A failure removes the temporary file and
 leaves the target as it was.
+
+A file that still reads back damaged (a disk fault, a copy cut short, a line
+appended by a process killed mid-write) is reported by its reader with a
+:class:`DamagedFileWarning` naming it, and never used as if whole.
 """
 
 from __future__ import annotations
@@ -15,7 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_file", "write_atomic"]
+__all__ = ["DamagedFileWarning", "atomic_file", "write_atomic"]
+
+
+class DamagedFileWarning(UserWarning):
+    """A results file (a sweep's cell, a match's game line) that is not what its writer
+    writes: left out, and its work done again. ``gojax`` prints it as one line."""
 
 
 @contextlib.contextmanager

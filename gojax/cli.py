@@ -11,9 +11,21 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 EXIT_USAGE = 2
+_python_format_warning = warnings.formatwarning
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A damaged results file as one line naming it (the user's to act on, not a
+    place in our code); every other warning as Python prints it."""
+    from gojax._atomic import DamagedFileWarning
+
+    if issubclass(category, DamagedFileWarning):
+        return f"gojax: warning: {message}\n"
+    return _python_format_warning(message, category, filename, lineno, line)
 
 
 def _enable_compilation_cache() -> None:
@@ -469,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    warnings.formatwarning = _format_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     from gojax.sgf import SGFError

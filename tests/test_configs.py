@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from eval.sweep import check_config
-from train import policy_gradient, rollout_balance, rollout_policy, value_network
-from train.loop import learner_config, load_config, selfplay_config
+from train import policy_gradient, rollout_balance, rollout_policy, supervised, value_network
+from train.config_checks import check_run_config
+from train.loop import load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.py"))
 
@@ -35,9 +36,10 @@ def test_config_loads_and_checks(path):
     if path.stem.startswith("balance_"):
         rollout_balance.check_config(config)
         return
-    learner_config(config)
-    if not path.stem.startswith("sl_"):  # supervised configs have no self-play
-        selfplay_config(config)
+    if path.stem.startswith("sl_"):
+        supervised.check_config(config)
+        return
+    check_run_config(config)
 
 
 def test_every_config_is_listed_in_the_readme():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -34,6 +36,7 @@ from eval.gtp_client import (
 )
 from eval.match import MatchConfig, format_table, read_results, run_match, wilson_interval
 from gojax import cli, sgf
+from gojax._atomic import DamagedFileWarning
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -382,16 +385,92 @@ def test_move_cap_adjudicates_by_score(fake, tmp_path):
     assert (game.reason, game.moves, game.result) == ("cap", 5, "B+1")
 
 
-def test_torn_last_line_is_ignored_and_repaired(fake, tmp_path):
+def test_torn_last_line_is_reported_left_out_and_repaired(fake, tmp_path):
     config = MatchConfig(engine_a=fake, engine_b=fake, games=1, out=tmp_path)
     run_match(config)
     with open(tmp_path / "results.jsonl", "a") as f:
         f.write('{"game": 1, "black": "B", "res')
-    assert sorted(read_results(tmp_path)) == [0]
-    result = run_match(MatchConfig(engine_a=fake, engine_b=fake, games=2, out=tmp_path))
+    with pytest.warns(DamagedFileWarning, match=r"results.jsonl: 1 line.*line 2: cut short"):
+        assert sorted(read_results(tmp_path)) == [0]
+    with pytest.warns(DamagedFileWarning):
+        result = run_match(MatchConfig(engine_a=fake, engine_b=fake, games=2, out=tmp_path))
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["game"] for line in lines] == [0, 1]
     assert [g.game for g in result.games] == [0, 1]
+
+
+def _game_line(number: int, **changes) -> str:
+    """A results line as ``_play_game`` writes it, with ``changes``."""
+    fields = dict(
+        game=number, black="A" if number % 2 == 0 else "B", black_name="x", white_name="y",
+        result="B+1", winner="A" if number % 2 == 0 else "B", reason="score", moves=10,
+        margin=1.0, loser_move=None, seconds=0.5, sgf=f"game-{number + 1:04d}.sgf",
+        counted_by="board",
+    )  # fmt: skip
+    fields.update(changes)
+    return json.dumps({k: v for k, v in fields.items() if v is not ...}, sort_keys=True)
+
+
+@pytest.mark.parametrize(
+    "damaged, why",
+    [
+        ('{"game": 1, "black": "B", "res', "not JSON"),
+        ("\udcff\udcfe garbage", "not JSON"),
+        ("[1, 2, 3]", "a JSON list, not an object"),
+        (_game_line(1, reason="bogus"), "reason='bogus'"),
+        (_game_line(1, moves="10"), "moves='10'"),
+        (_game_line(1, game=-1), "game=-1"),
+        (_game_line(1, winner=...), "no winner"),
+    ],
+)
+def test_a_damaged_line_is_reported_and_left_out_the_rest_is_trusted(damaged, why, tmp_path):
+    """Lines 1 and 3 are games 0 and 2; line 2 (game 1) is damaged: games 0 and 2 are
+    read, the warning names the file, the line and why; with ``repair`` the file keeps the
+    trusted lines and ``results.jsonl.damaged`` the other."""
+    path = tmp_path / "results.jsonl"
+    text = "\n".join([_game_line(0), damaged, _game_line(2)]) + "\n"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = path.read_bytes()
+    with pytest.warns(DamagedFileWarning, match=rf"{path}: 1 line.*line 2: .*{re.escape(why)}"):
+        assert sorted(read_results(tmp_path)) == [0, 2]
+    assert path.read_bytes() == before  # reading alone changes nothing
+    with pytest.warns(DamagedFileWarning):
+        read_results(tmp_path, repair=True)
+    assert path.read_text() == _game_line(0) + "\n" + _game_line(2) + "\n"
+    assert (tmp_path / "results.jsonl.damaged").read_bytes() == damaged.encode(
+        "utf-8", "surrogateescape"
+    ) + b"\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # repaired: nothing left to report
+        assert sorted(read_results(tmp_path)) == [0, 2]
+
+
+def test_a_damaged_game_is_played_again_on_resume(fake, tmp_path, capsys, monkeypatch):
+    """A match of 3 games whose second line is damaged on disk: a resume (the
+    command, in a fresh process) reports it in one line, plays game 2 again and
+    counts each game once."""
+    config = MatchConfig(engine_a=fake, engine_b=fake, games=3, komi=0.5, out=tmp_path)
+    first = run_match(config)
+    path = tmp_path / "results.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[1][: len(lines[1]) // 2], lines[2]]) + "\n")
+    argv = [
+        sys.executable, "-m", "gojax.cli", "match", "--engine-a", fake, "--engine-b", fake,
+        "--games", "3", "--komi", "0.5", "--out", str(tmp_path),
+    ]  # fmt: skip
+    env = dict(os.environ, GOJAX_CACHE="")
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (warning,) = done.stderr.strip().splitlines()
+    assert warning.startswith(f"gojax: warning: {path}: 1 line(s) not a game result")
+    assert "line 2: not JSON" in warning
+    assert "resuming" in done.stdout and "2 games already played" in done.stdout
+    assert "game 2/3" in done.stdout and "game 1/3" not in done.stdout
+    games = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted(g["game"] for g in games) == [0, 1, 2]
+    replayed = next(g for g in games if g["game"] == 1)
+    assert replayed["result"] == first.games[1].result  # the fake engines play alike
+    assert (tmp_path / "results.jsonl.damaged").read_text() == lines[1][: len(lines[1]) // 2] + "\n"
 
 
 def test_other_settings_in_the_same_folder_are_refused(fake, tmp_path):

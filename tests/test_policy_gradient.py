@@ -150,7 +150,7 @@ def test_run_starts_from_a_run_resumes_and_plays_through_the_engine(tmp_path):
         train_pg(wrong, tmp_path / "c")
     bad = _config(steps=1)
     bad.pg.baseline = "critic"
-    with pytest.raises(ValueError, match="pg.baseline must be one of"):
+    with pytest.raises(ValueError, match="pg.baseline='critic': must be one of"):
         train_pg(bad, tmp_path / "d")
 
 
@@ -171,4 +171,4 @@ def test_command_line_runs_and_names_bad_input(capsys, tmp_path):
     assert cli.main([*fresh, "--init", str(tmp_path / "nothing")]) == 2
     assert "no checkpoints" in capsys.readouterr().err
     assert cli.main([*argv, "--config.pg.baseline=critic"]) == 2
-    assert "pg.baseline must be one of" in capsys.readouterr().err
+    assert "pg.baseline='critic': must be one of" in capsys.readouterr().err

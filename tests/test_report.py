@@ -15,6 +15,7 @@ from eval.report import (
 )
 from eval.value_mse import ValueMSEConfig, ValueMSEResult, load_json, mse_by_bucket, save_json
 from gojax import cli
+from gojax._atomic import DamagedFileWarning
 
 PNG = b"\x89PNG\r\n\x1a\n"
 BEFORE = "# Notes\n\nHand-written text before.\n\n"
@@ -421,7 +422,8 @@ def _match_folder(folder, size, outcomes):
             "reason": "score", "moves": 40 + game, "margin": 3.0, "loser_move": None,
             "seconds": 1.0, "sgf": f"game-{game + 1:04d}.sgf",
         }) + "\n")  # fmt: skip
-    (folder / "results.jsonl").write_text("".join(lines) + '{"game": 9, "bla')  # a torn last line
+    # A torn last line: reported (DamagedFileWarning), not counted.
+    (folder / "results.jsonl").write_text("".join(lines) + '{"game": 9, "bla')
 
 
 def test_match_folders_render_as_a_strength_table_and_plot(tmp_path):
@@ -430,7 +432,8 @@ def test_match_folders_render_as_a_strength_table_and_plot(tmp_path):
     _match_folder(strength / "big", 19, [("A", "A"), ("B", "A")])
     _match_folder(strength / "small", 9, [("A", "A"), ("B", "B"), ("A", None), ("B", "A")])
     (tmp_path / "B.md").write_text("<!-- report:strength -->\n<!-- /report:strength -->\n")
-    result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
+    with pytest.warns(DamagedFileWarning, match="results.jsonl: 1 line.*cut short"):
+        result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
     assert result.ok and not result.warnings, result
     text = (tmp_path / "B.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| `")]
@@ -454,7 +457,8 @@ def test_a_recounted_match_gets_a_column_of_its_recounted_win_rate(tmp_path):
     recount = {"game": 0, "result": "B+3", "recount": "W+2"}
     (strength / "small" / "recount.jsonl").write_text(json.dumps(recount) + "\n")
     (tmp_path / "B.md").write_text("<!-- report:strength -->\n<!-- /report:strength -->\n")
-    result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
+    with pytest.warns(DamagedFileWarning, match="results.jsonl: 1 line.*cut short"):
+        result = generate_report(tmp_path / "results", [tmp_path / "B.md"], tmp_path / "fig")
     assert result.ok and not result.warnings, result
     text = (tmp_path / "B.md").read_text()
     assert "| A win rate, recounted |" in text and "`gojax recount`" in text
@@ -465,8 +469,9 @@ def test_a_recounted_match_gets_a_column_of_its_recounted_win_rate(tmp_path):
     assert rows["other"].endswith(" | – |")  # never recounted
     (strength / "small" / "recount.jsonl").write_text("{not json\n")
     entries, _ = find_results(tmp_path / "results")
-    with pytest.raises(ValueError, match=r"recount.jsonl: not a recount file"):
-        render_result(entries[0])
+    with pytest.warns(DamagedFileWarning):
+        with pytest.raises(ValueError, match=r"recount.jsonl: not a recount file"):
+            render_result(entries[0])
 
 
 def test_a_broken_match_manifest_is_named(tmp_path):

@@ -308,4 +308,4 @@ def test_train_rollout_command(games, tmp_path, capsys):
     code = cli.main([*args, "--sgf-dir", str(games), "--config.train.no_such_key=1"])
     assert code == 2 and "no_such_key" in capsys.readouterr().err
     code = cli.main([*args, "--sgf-dir", str(games), "--config.train.l2=-1.0"])
-    assert code == 2 and "train.l2 must be >= 0" in capsys.readouterr().err
+    assert code == 2 and "--config.train.l2=-1.0: must be 0 or more" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import chex
@@ -22,8 +23,10 @@ from eval.sweep import (
     cells_of,
     check_config,
     default_config,
+    read_cell,
     run_sweep,
 )
+from gojax._atomic import DamagedFileWarning
 from gojax.cli import main
 from train.checkpoint import Checkpointer, checkpoint_steps, restore_variables
 from train.learner import create_train_state
@@ -142,14 +145,18 @@ def test_grid_order_and_steps():
         ("opponents", ("uct:16:",), "unknown opponent"),
         ("search.rollout_policy", "p.npz", "needs search.rollout_lambda > 0"),
         ("opponents", ("gnugo:12",), "unknown opponent"),
-        ("games.num_games", 0, "num_games must be positive"),
-        ("search.simulations", (), "search.simulations is empty"),
-        ("search.rollout_lambda", (0.5, 1.5), r"search.rollout_lambda must be in \[0, 1\]"),
-        ("search.rollout_lambda", (), "search.rollout_lambda is empty"),
+        ("games.num_games", 0, r"--config.games.num_games=0: must be at least 1"),
+        ("search.simulations", (), r"search.simulations=\(\): must be a non-empty tuple"),
+        (
+            "search.rollout_lambda",
+            (0.5, 1.5),
+            r"rollout_lambda=\(0.5, 1.5\): each must be a number in",
+        ),
+        ("search.rollout_lambda", (), r"search.rollout_lambda=\(\): must be a non-empty"),
         ("opponents", ("uct:16@lam0.5",), "only checkpoint: and run: opponents take @lam"),
         ("opponents", ("checkpoint:latest@lam2",), r"@lam takes a rollout lambda in \[0, 1\]"),
         ("opponents", ("run:runs/a@lamx",), r"@lam takes a rollout lambda in \[0, 1\]"),
-        ("search.rollouts", 0, "search.rollouts must be >= 1"),
+        ("search.rollouts", 0, "search.rollouts=0: must be at least 1"),
         ("games.referee", "gnugo --mode gtp", "games.referee counts GTP games: it needs a gnugo"),
     ],
 )
@@ -191,7 +198,9 @@ def test_unknown_keys_are_rejected(tmp_path, capsys, monkeypatch):
     c = default_config()
     c.checkpoints.workdir = "run"
     c.search.simulation = (8,)  # a typo in a config file
-    with pytest.raises(ValueError, match=r"unknown sweep config keys \['search.simulation'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown config key 'search.simulation' in search \(did you mean"
+    ):
         check_config(c)
     out = str(tmp_path / "sweep")
     code = main(["sweep", "--config", str(CONFIG), "--workdir", out, "--config.gmaes=3"])
@@ -268,6 +277,71 @@ def test_interrupted_sweep_resumes_without_redoing_cells(run_dir, tmp_path, caps
     config.games.num_games = 6
     with pytest.raises(ValueError, match="holds a sweep with other settings"):
         run_sweep(config, out, progress=False)
+
+
+def _row(cell: Cell, **changes) -> dict:
+    """A finished cell's row as ``_play_cell`` writes it (4 games: 3 wins, 1 loss)."""
+    row = {
+        "cell": cell.id,
+        **dataclasses.asdict(cell),
+        "agent": "step1/puct2/c1.25",
+        "opponent_name": cell.opponent,
+        "games": 4, "wins": 3, "draws": 0, "losses": 1,
+        "win_rate": 0.75, "ci95_lo": 0.3, "ci95_hi": 0.95,
+        "win_rate_as_black": 1.0, "win_rate_as_white": 0.5,
+        "mean_length": 12.0, "resignations": 0, "seconds": 1.5, "games_per_second": 2.7,
+    }  # fmt: skip
+    row.update(changes)
+    return row
+
+
+CELL = Cell(step=1, kind="puct", simulations=2, c_puct=1.25, opponent="random")
+OTHER = Cell(step=2, kind="puct", simulations=2, c_puct=1.25, opponent="random")
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (json.dumps(_row(CELL))[:40].encode(), "unreadable (JSONDecodeError"),
+        (b"", "unreadable (JSONDecodeError"),
+        (b"\xff\xfe\x00garbage", "unreadable"),
+        (b"[1, 2]", "not a cell's row (a JSON list)"),
+        (json.dumps({"cell": CELL.id}).encode(), "not a cell's row (no kind, agent"),
+        (json.dumps(_row(CELL, wins="3")).encode(), "wins='3' is not an integer"),
+        (json.dumps(_row(CELL, win_rate=None)).encode(), "win_rate=None is not a number"),
+        (json.dumps(_row(OTHER)).encode(), f"the row of cell '{OTHER.id}', not of"),
+        (json.dumps(_row(CELL, wins=4)).encode(), "(4 + 0 + 1) do not add up to its 4 games"),
+    ],
+)
+def test_a_damaged_cell_file_is_reported_and_read_as_not_played(content, why, tmp_path):
+    path = tmp_path / "cells" / f"{CELL.id}.json"
+    path.parent.mkdir()
+    path.write_bytes(json.dumps(_row(CELL)).encode())
+    assert read_cell(tmp_path, CELL) == _row(CELL)  # a whole row is read as it is
+    path.write_bytes(content)
+    with pytest.warns(DamagedFileWarning, match=rf"{path}: .*{re.escape(why)}.*played again"):
+        assert read_cell(tmp_path, CELL) is None
+    assert read_cell(tmp_path, OTHER) is None  # no file: not played, nothing to report
+
+
+def test_a_torn_cell_file_is_played_again_on_resume(run_dir, tmp_path):
+    """A finished sweep whose first cell file is cut short: the resume reports it once,
+    plays that cell again (the same games: its counts come back) and counts it once."""
+    out = tmp_path / "sweep"
+    config = _config(run_dir)
+    first = run_sweep(config, out, progress=False)
+    path = out / "cells" / "step00000001_puct_s2_c1.25_vs_random.json"
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    with pytest.warns(DamagedFileWarning, match=re.escape(str(path))) as caught:
+        again = run_sweep(config, out, progress=False)
+    assert len([w for w in caught if w.category is DamagedFileWarning]) == 1
+    assert again["played"] == 1 and len(again["cells"]) == 2
+    for before, after in zip(first["cells"], again["cells"], strict=True):
+        counts = ("cell", "games", "wins", "draws", "losses")
+        assert {k: before[k] for k in counts} == {k: after[k] for k in counts}
+    assert json.loads(path.read_text())["cell"] == "step00000001_puct_s2_c1.25_vs_random"
+    assert len(_csv(out / "results.csv")) == 2
 
 
 def test_a_run_with_counters_is_plotted_against_its_compute(tmp_path):

@@ -255,4 +255,4 @@ def test_command_line_runs_and_names_bad_input(capsys, tmp_path):
     assert cli.main([*argv[:4], str(tmp_path / "w"), *small]) == 2
     assert "init.workdir is required" in capsys.readouterr().err
     assert cli.main([*argv, "--init", str(tmp_path / "sl"), "--config.data.lam=2"]) == 2
-    assert "data.lam must be in [0, 1]" in capsys.readouterr().err
+    assert "--config.data.lam=2.0: must be a number in [0, 1]" in capsys.readouterr().err

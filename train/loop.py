@@ -104,7 +104,10 @@ def load_config(path: str | os.PathLike) -> ml_collections.ConfigDict:
         raise ValueError(f"{path}: cannot load: {type(error).__name__}: {error}") from error
     if not hasattr(module, "get_config"):
         raise ValueError(f"{path}: no get_config() function")
-    config = module.get_config()
+    try:
+        config = module.get_config()
+    except Exception as error:  # a typo read (AttributeError) or a mistyped value (TypeError)
+        raise ValueError(f"{path}: get_config() failed: {type(error).__name__}: {error}") from error
     if not isinstance(config, ml_collections.ConfigDict):
         raise ValueError(f"{path}: get_config() must return an ml_collections.ConfigDict")
     return config

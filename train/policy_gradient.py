@@ -55,6 +55,15 @@ from gojax._alphago_features import true_eyes
 from gojax._atomic import write_atomic
 from train import model as model_lib
 from train.checkpoint import restore_matching_network
+from train.config_checks import (
+    KeyRanges,
+    bad_value,
+    check_board,
+    check_choice,
+    check_keys,
+    check_learner,
+    check_ranges,
+)
 from train.learner import (
     LearnerConfig,
     TrainState,
@@ -71,7 +80,14 @@ from train.loop import (
 from train.provenance import record_start
 from train.steps import fresh_state, open_checkpoints, run_steps
 
-__all__ = ["check_config", "default_pg_config", "make_play", "make_update", "train_pg"]
+__all__ = [
+    "PG_RANGES",
+    "check_config",
+    "default_pg_config",
+    "make_play",
+    "make_update",
+    "train_pg",
+]
 
 BASELINES = ("none", "value")
 
@@ -310,19 +326,41 @@ def _game(config: ml_collections.ConfigDict, games: int) -> Game:
     )
 
 
+# The numeric keys of a policy-gradient config (the learner's: ``check_learner``).
+PG_RANGES = KeyRanges(
+    at_least_one=(
+        "pg.games",
+        "pg.pool_every",
+        "pg.chunk",
+        "train.total_steps",
+        "train.checkpoint_every",
+        "train.keep_checkpoints",
+    ),
+    at_least_zero=(
+        "seed",
+        "board.max_moves",
+        "init.step",
+        "train.max_minutes",
+        "train.eval_every",
+        "train.plot_every",
+    ),
+    positive=("pg.temperature",),
+)
+
+
 def check_config(config: ml_collections.ConfigDict) -> None:
-    """Raise ``ValueError`` naming the first bad ``pg`` or ``train`` value."""
+    """Raise ``ValueError`` naming the first unknown key or bad value of a ``gojax
+    train-pg`` config (before anything is read or written)."""
+    check_keys(config, default_pg_config())
+    check_board(config)
+    check_ranges(config, PG_RANGES)
+    check_choice(config, "pg.baseline", BASELINES)
+    check_learner(config)
+    eval_games = config.train.eval_games
+    if eval_games < 2:  # the learner takes Black in half the games and White in the rest
+        raise bad_value("train.eval_games", eval_games, "at least 2: one game of each colour")
+    model_lib.spec_from_config(config.model)
     learner_config(config)
-    p = config.pg
-    if p.baseline not in BASELINES:
-        raise ValueError(f"pg.baseline must be one of {BASELINES}, not {p.baseline!r}")
-    for name in ("games", "pool_every", "chunk"):
-        if p[name] < 1:
-            raise ValueError(f"pg.{name} must be >= 1, not {p[name]}")
-    if not p.temperature > 0:
-        raise ValueError(f"pg.temperature must be > 0, not {p.temperature}")
-    if config.train.eval_games < 2:
-        raise ValueError(f"train.eval_games must be >= 2, not {config.train.eval_games}")
 
 
 def _initial_variables(config, spec: model_lib.ModelSpec) -> dict[str, Any] | None:

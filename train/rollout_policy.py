@@ -46,12 +46,20 @@ from gojax import rollout_policy
 from gojax._atomic import write_atomic
 from gojax.rollout_policy import RolloutWeights, logits_from_features
 from gojax.uct import rollout_moves
-from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
+from train.config_checks import KeyRanges, check_board, check_keys, check_ranges
+from train.loop import _check_resumable, _Metrics, config_to_json
 from train.provenance import record_start
 from train.steps import run_steps
 from train.supervised import SGFStream, sgf_files
 
-__all__ = ["check_config", "default_rollout_config", "encode", "evaluate_policy", "train_rollout"]
+__all__ = [
+    "ROLLOUT_RANGES",
+    "check_config",
+    "default_rollout_config",
+    "encode",
+    "evaluate_policy",
+    "train_rollout",
+]
 
 PANELS = (
     ("held-out accuracy", ("holdout.accuracy", "holdout.uniform_accuracy", "train.accuracy")),
@@ -93,28 +101,31 @@ def default_rollout_config() -> ml_collections.ConfigDict:
     return c
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
-    """Raise ``ValueError`` naming the first unknown key or bad value."""
-    from gojax._coords import MAX_SIZE, MIN_SIZE
-    from gojax._rules import get_rules
+# The numeric keys of a rollout-policy config. The held-out games judge the run: at least 1.
+ROLLOUT_RANGES = KeyRanges(
+    at_least_one=(
+        "data.holdout_games",
+        "train.total_steps",
+        "train.batch_size",
+        "train.checkpoint_every",
+    ),
+    at_least_zero=(
+        "seed",
+        "train.l2",
+        "train.max_minutes",
+        "train.eval_every",
+        "train.plot_every",
+    ),
+    positive=("train.learning_rate",),
+)
 
-    known, given = _flatten(default_rollout_config()), _flatten(config)
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise ValueError(f"unknown rollout config keys {unknown}")
-    if not MIN_SIZE <= config.board.size <= MAX_SIZE:
-        raise ValueError(f"board.size must be in {MIN_SIZE}..{MAX_SIZE}, not {config.board.size}")
-    get_rules(config.board.rules)  # names the preset if unknown
-    if config.data.holdout_games < 1:
-        raise ValueError("data.holdout_games must be at least 1: the run is judged on them")
-    t = config.train
-    for name in ("total_steps", "batch_size"):
-        if t[name] < 1:
-            raise ValueError(f"train.{name} must be >= 1, not {t[name]}")
-    if not t.learning_rate > 0:
-        raise ValueError(f"train.learning_rate must be > 0, not {t.learning_rate}")
-    if t.l2 < 0:
-        raise ValueError(f"train.l2 must be >= 0, not {t.l2}")
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Raise ``ValueError`` naming the first unknown key or bad value of a ``gojax
+    train-rollout`` config (before anything is read or written)."""
+    check_keys(config, default_rollout_config())
+    check_board(config)
+    check_ranges(config, ROLLOUT_RANGES)
 
 
 # ----------------------------------------------------------------------------

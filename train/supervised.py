@@ -51,6 +51,15 @@ from gojax._board import GoState, legal_moves, play
 from gojax._game import rules_of_record, state_at
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
+from train.config_checks import (
+    KeyRanges,
+    bad_value,
+    check_board,
+    check_choice,
+    check_keys,
+    check_learner,
+    check_ranges,
+)
 from train.learner import (
     LearnerConfig,
     abstract_train_state,
@@ -72,7 +81,15 @@ from train.loop import (
 )
 from train.provenance import record_start
 
-__all__ = ["default_sl_config", "game_examples", "sgf_files", "SGFStream", "train_sl"]
+__all__ = [
+    "check_config",
+    "default_sl_config",
+    "game_examples",
+    "sgf_files",
+    "SGFStream",
+    "SL_RANGES",
+    "train_sl",
+]
 
 
 def default_sl_config() -> ml_collections.ConfigDict:
@@ -117,6 +134,42 @@ def default_sl_config() -> ml_collections.ConfigDict:
         )
     )
     return c
+
+
+# The numeric keys of an SL config (the learner's: ``check_learner``).
+SL_RANGES = KeyRanges(
+    at_least_one=(
+        "data.window",
+        "data.games_per_chunk",
+        "train.total_steps",
+        "train.checkpoint_every",
+        "train.keep_checkpoints",
+    ),
+    at_least_zero=(
+        "seed",
+        "data.holdout_games",
+        "data.min_size",
+        "train.max_minutes",
+        "train.eval_every",
+        "train.plot_every",
+    ),
+    positive=("data.samples_per_position",),
+)
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Raise ``ValueError`` naming the first unknown key or bad value of a ``gojax
+    train-sl`` config (before anything is read or written)."""
+    check_keys(config, default_sl_config())
+    check_board(config)
+    check_ranges(config, SL_RANGES)
+    check_choice(config, "data.holdout_from", HOLDOUT_ENDS)
+    check_learner(config)
+    d = config.data
+    if d.min_size > d.window:  # the window never fills that far: the learner never starts
+        raise bad_value("data.min_size", d.min_size, f"at most data.window ({d.window})")
+    model_lib.spec_from_config(config.model)
+    learner_config(config)
 
 
 # ----------------------------------------------------------------------------
@@ -405,6 +458,7 @@ def train_sl(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     """
     from train.replay import ReplayBuffer
 
+    check_config(config)
     workdir = Path(workdir)
     if not config.data.sgf_dir:
         raise ValueError("data.sgf_dir is not set (--config.data.sgf_dir=FOLDER)")

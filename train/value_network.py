@@ -65,6 +65,14 @@ from gojax._atomic import atomic_file, write_atomic
 from gojax._symmetry import transform_planes
 from train import model as model_lib
 from train.checkpoint import restore_matching_network
+from train.config_checks import (
+    KeyRanges,
+    bad_value,
+    check_board,
+    check_keys,
+    check_learner,
+    check_ranges,
+)
 from train.learner import (
     LearnerConfig,
     TrainState,
@@ -83,6 +91,7 @@ from train.provenance import record_start
 from train.steps import fresh_state, open_checkpoints, run_steps
 
 __all__ = [
+    "VALUE_RANGES",
     "Sampling",
     "check_config",
     "default_value_config",
@@ -409,8 +418,41 @@ def predict_values(
 # The run.
 
 
+# The numeric keys of a value-network config (the learner's: ``check_learner``).
+VALUE_RANGES = KeyRanges(
+    at_least_one=(
+        "data.positions",
+        "data.holdout",
+        "data.games",
+        "data.rollouts",
+        "data.bucket_width",
+        "train.total_steps",
+        "train.checkpoint_every",
+        "train.keep_checkpoints",
+    ),
+    at_least_zero=(
+        "seed",
+        "board.max_moves",
+        "init.step",
+        "players.sl_step",
+        "players.rl_step",
+        "data.max_random_move",
+        "train.max_minutes",
+        "train.eval_every",
+        "train.plot_every",
+    ),
+    fractions=("data.lam",),
+    positive=("data.temperature",),
+)
+
+
 def check_config(config: ml_collections.ConfigDict) -> None:
-    """Raise ``ValueError`` naming the first bad ``model``, ``data`` or ``train`` value."""
+    """Raise ``ValueError`` naming the first unknown key or bad value of a ``gojax
+    train-value`` config (before anything is read or written)."""
+    check_keys(config, default_value_config())
+    check_board(config)
+    check_ranges(config, VALUE_RANGES)
+    check_learner(config)
     learner_config(config)
     spec = model_lib.spec_from_config(config.model)
     if spec.encoder != "alphago":
@@ -418,20 +460,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
             f"model.preset {spec.preset!r} is not an AlphaGoNet preset: train-value trains "
             "AlphaGo's separate value network (alphago, alphago_tiny, alphago_tiny_raw)"
         )
-    d = config.data
-    for name in ("positions", "holdout", "games", "rollouts", "bucket_width"):
-        if d[name] < 1:
-            raise ValueError(f"data.{name} must be >= 1, not {d[name]}")
-    if d.max_random_move < 0:
-        raise ValueError(f"data.max_random_move must be >= 0, not {d.max_random_move}")
-    if not d.temperature > 0:
-        raise ValueError(f"data.temperature must be > 0, not {d.temperature}")
-    if not 0.0 <= d.lam <= 1.0:
-        raise ValueError(f"data.lam must be in [0, 1], not {d.lam}")
-    if config.learner.batch_size > d.positions:
-        raise ValueError(
-            f"learner.batch_size {config.learner.batch_size} exceeds data.positions {d.positions}"
-        )
+    batch, positions = config.learner.batch_size, config.data.positions
+    if batch > positions:
+        raise bad_value("learner.batch_size", batch, f"at most data.positions ({positions})")
 
 
 def _sampling(config: ml_collections.ConfigDict) -> Sampling:
