@@ -122,9 +122,8 @@ def _replay_start(
     use_resumed: jax.Array,
     *,
     positions: int,
-) -> tuple[GoState, GoState, jax.Array]:
-    """The games where their replay starts: ``(states [Q], kept [positions] (empty),
-    bad_setup [Q] bool)``.
+) -> tuple[GoState, GoState]:
+    """The games where their replay starts: ``(states [Q], kept [positions] (empty))``.
 
     Args:
       setup: ``[Q, P]`` int8 stones before the first move.
@@ -134,16 +133,14 @@ def _replay_start(
         taken where ``use_resumed [Q]`` is set; the other games start at turn 0.
         Their size, rules and move cap are the replay's.
 
-    ``bad_setup`` flags setups with stones that have no liberties.
+    The setups were checked when their queries were read (``gojax.place_stones``).
     """
     games = first.shape[0]
     fresh = functools.partial(_fresh, like=resumed)
     states = jax.vmap(fresh)(setup, first, komi, jnp.zeros((games, 2), jnp.int16))
-    stones = states.board != 0
-    bad_setup = jnp.any(stones & (states.liberties == 0), axis=1)
     states = _where(use_resumed, resumed, states)
     kept = jax.tree.map(lambda x: jnp.zeros((positions,) + x.shape[1:], x.dtype), states)
-    return states, kept, bad_setup
+    return states, kept
 
 
 @functools.partial(jax.jit, donate_argnames=("states", "kept"))
@@ -934,7 +931,7 @@ class AnalysisEngine:
 
     def analyse(self, queries: list[Query], stream: _Stream | None = None) -> list[list[dict]]:
         """Analyse every requested turn of ``queries``; per query its replies by turn,
-        or one error reply (an illegal move, a setup without liberties). ``stream``:
+        or one error reply (an illegal move). ``stream``:
         how the work talks to a stream as it goes (reports, results as made,
         terminates, pausing for new work; :class:`_Stream`).
 
@@ -1082,9 +1079,7 @@ class AnalysisEngine:
             targets[j, np.asarray(query.turns) - start] = offsets[j] + np.arange(len(query.turns))
             use_resumed[j] = start > 0
         resumed = jax.tree.map(lambda *rows: np.stack(rows), *resumed)
-        states, kept, bad_setup = _replay_start(
-            setup, first, komi, resumed, use_resumed, positions=positions
-        )
+        states, kept = _replay_start(setup, first, komi, resumed, use_resumed, positions=positions)
         illegal = jnp.full((games,), -1, jnp.int32)
         komi = jnp.asarray(komi)
         lengths = jnp.asarray(lengths)
@@ -1101,18 +1096,10 @@ class AnalysisEngine:
                 lengths,
                 targets[:, part],
             )
-        illegal, bad_setup = np.asarray(illegal), np.asarray(bad_setup)
+        illegal = np.asarray(illegal)
         failures: list[dict | None] = []
         for j, query in enumerate(queries):
-            if bad_setup[j]:
-                failures.append(
-                    {
-                        "error": "Some initial stones have no liberties",
-                        "field": "initialStones",
-                        "id": query.id,
-                    }
-                )
-            elif illegal[j] >= 0:
+            if illegal[j] >= 0:
                 t = int(illegal[j]) + starts[j]
                 vertex = action_to_gtp(int(query.actions[t]), size)
                 failures.append(

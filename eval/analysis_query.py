@@ -21,6 +21,7 @@ import numpy as np
 from eval.engine import EngineError, rules_from_json, rules_json
 from eval.katago_names import KATAGO_SEARCH_FIELDS, KATAGO_SEARCH_SWITCHES
 from eval.players import keep_out
+from gojax import SetupError, place_stones
 from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
 from gojax._coords import gtp_to_action
 from gojax._game import handicap_stones
@@ -352,9 +353,11 @@ def _position(request: dict) -> tuple[int, np.ndarray, list[tuple[int, int]], in
     size = _integer(request["boardYSize"], "boardYSize", MIN_SIZE, MAX_SIZE, size_error)
     if width != size:
         raise QueryError("boardYSize", f"Only square boards are supported, not {width}x{size}")
-    setup = np.zeros(size * size, np.int8)
-    for colour, action in _moves(request.get("initialStones", []), size, "initialStones", False):
-        setup[action] = colour
+    stones = _moves(request.get("initialStones", []), size, "initialStones", False)
+    try:
+        setup = place_stones(size, stones)
+    except SetupError as err:  # KataGo too answers such a query with an error
+        raise QueryError("initialStones", f"Illegal initial stones: {err}") from None
     if "moves" not in request:
         raise QueryError("moves", "Must specify an array of [player,location] pairs")
     moves = _moves(request["moves"], size, "moves", True)

@@ -38,8 +38,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from eval.engine_replay import SEGMENT, replay_moves
 from eval.players import Analysis, Player, _live, root_moves
-from gojax import _game, sgf
+from gojax import EMPTY, SetupError, _game, place_stones, sgf
 from gojax._board import (
     BLACK,
     MAX_SIZE,
@@ -57,6 +58,8 @@ from gojax._rules import RULE_PRESETS, get_rules
 from gojax.katago_features import forget_history
 
 RESIGN = -1  # genmove's answer when the engine resigns
+# Moves a game keeps in its superko history, per point of the board (Engine.max_moves).
+MOVES_PER_POINT = 4
 # KataGo's default resignThreshold, -0.9 on its [-1, 1] win-loss utility, as a win rate.
 KATAGO_RESIGN_WINRATE = 0.05
 _forget_history = jax.jit(forget_history)  # one program, not an op by op dispatch
@@ -356,8 +359,9 @@ class Engine:
 
     @property
     def max_moves(self) -> int:
-        """Move cap of the state; beyond it the position is restarted (see ``play``)."""
-        return 4 * self.size * self.size
+        """Move cap of the state, the length of its superko history: ``loadsgf`` refuses a
+        longer game; ``play`` beyond it starts the history again (see ``_state_for``)."""
+        return MOVES_PER_POINT * self.size * self.size
 
     def _new_state(self, board: np.ndarray, to_play: int) -> GoState:
         komi = self.komi + _game.handicap_bonus(self.rules, self.handicap)
@@ -418,8 +422,7 @@ class Engine:
         saved = (self.handicap, self.setup, self.first_player, self.state, self.history, self.moves)
         try:
             self._start(board, to_play, handicap=handicap)
-            for move in moves:
-                self.play(move.colour, move.action)
+            self._play_all(moves)
         except EngineError:
             (
                 self.handicap,
@@ -430,6 +433,29 @@ class Engine:
                 self.moves,
             ) = saved
             raise
+
+    def _play_all(self, moves: list[Move]) -> None:
+        """``play`` each of ``moves``, the history kept for ``undo``; raises EngineError
+        ("illegal move") with the game part-played (the caller restores it).
+
+        A long list is played in compiled segments (:mod:`eval.engine_replay`); a
+        short one, or one that passes the move cap, where ``play`` restarts the
+        history, move by move.
+        """
+        passing = self.size * self.size
+        if not SEGMENT <= len(moves) <= self.max_moves - int(self.state.move_number):
+            for move in moves:
+                self.play(move.colour, move.action)
+            return
+        if any(m.colour not in (BLACK, WHITE) or not 0 <= m.action <= passing for m in moves):
+            raise EngineError("illegal move")
+        colours = [m.colour for m in moves]
+        final, before, illegal = replay_moves(self.state, colours, [m.action for m in moves])
+        if illegal >= 0:
+            raise EngineError("illegal move")
+        self.history += before
+        self.moves += moves
+        self.state = final
 
     @property
     def board_empty(self) -> bool:
@@ -479,11 +505,12 @@ class Engine:
         """GTP ``set_free_handicap``: the controller's points."""
         if not self.board_empty:
             raise EngineError("board not empty")
-        if len(points) < 2 or len(set(points)) != len(points) or len(points) >= self.size**2:
+        if len(points) < 2 or len(points) >= self.size**2:
             raise EngineError("bad vertex list")
-        if any(not 0 <= p < self.size * self.size for p in points):
-            raise EngineError("bad vertex list")
-        self._place_handicap(points)
+        try:
+            self._place_handicap(points)
+        except SetupError as err:
+            raise EngineError(f"bad vertex list: {err}") from None
 
     def set_position(self, stones: list[tuple[int, int]]) -> None:
         """KataGo's ``set_position``: the board holds ``stones`` (``(colour, point)``
@@ -491,27 +518,23 @@ class Engine:
         prisoners, no handicap) and Black to play; none clears the board.
 
         Raises EngineError, the position unchanged, if a point is given twice or a
-        chain would have no liberty.
+        chain would have no liberty (:func:`gojax.place_stones`).
         """
         if not stones:
             self.clear()
             return
-        points = [point for _, point in stones]
-        if len(set(points)) != len(points):
-            raise EngineError("illegal stone placements: a point is given twice")
-        board = np.zeros(self.size * self.size, np.int8)
-        for colour, point in stones:
-            board[point] = colour
-        placed = new_game(self.size, board=board)
-        if np.any((board != 0) & (np.asarray(placed.liberties) == 0)):
-            raise EngineError("illegal stone placements: a chain without liberties")
+        try:
+            board = place_stones(self.size, stones)
+        except SetupError as err:
+            raise EngineError(f"illegal stone placements: {err}") from None
         self._start(board, BLACK, handicap=0)
         self._low_winrate = {BLACK: 0, WHITE: 0}
         self.player.new_game()
 
     def _place_handicap(self, points: list[int]) -> None:
-        board = np.zeros(self.size * self.size, np.int8)
-        board[list(points)] = BLACK
+        """Black stones at ``points``, White to play; raises SetupError, nothing changed,
+        for a point off the board or given twice."""
+        board = place_stones(self.size, [(BLACK, point) for point in points])
         self._start(board, WHITE, handicap=len(points))
 
     # -- moves --------------------------------------------------------------
@@ -521,12 +544,15 @@ class Engine:
 
         A move out of turn hands ``colour`` the move (as KataGo and GnuGo do)
         and lifts the ko ban; after two passes the game resumes; at the move
-        cap the position is restarted with the same stones.
+        cap, its superko history full, the position is restarted with the same
+        stones and prisoners (a repetition of a position from before the restart
+        goes unnoticed; ``loadsgf`` refuses a game that long instead).
         """
         state = self.state
         if bool(state.terminated):
             if int(state.move_number) >= state.max_moves:
-                state = self._new_state(np.asarray(state.board), int(state.to_play))
+                restarted = self._new_state(np.asarray(state.board), int(state.to_play))
+                state = restarted.replace(captures=state.captures)
             else:
                 state = _live(state)
         if int(state.to_play) != colour:
@@ -554,7 +580,8 @@ class Engine:
         if not self.moves:
             raise EngineError("cannot undo")
         self.moves.pop()
-        self.state = self.history.pop()
+        # A replayed game's history is kept in host memory (eval.engine_replay).
+        self.state = jax.device_put(self.history.pop())
         self.player.new_game()
 
     @property
@@ -906,16 +933,18 @@ class Engine:
     def load_record(self, record: sgf.GameRecord, move_number: int | None = None) -> None:
         """GTP ``loadsgf``: size, komi, rules (``RU[]``) and the position before move
         ``move_number`` (1-based; all moves when ``None``). Later setup nodes
-        (``AB``/``AW``/``AE`` after the root) are not supported."""
+        (``AB``/``AW``/``AE`` after the root) are not supported, nor a game longer
+        than :attr:`max_moves` for the size (its superko history would not fit)."""
         if not MIN_SIZE <= record.size <= MAX_SIZE:
             raise EngineError("unacceptable size")
         if any(n.add_black or n.add_white or n.add_empty for n in record.nodes):
             raise EngineError("setup stones after the first node are not supported")
         rules = _game.rules_of_record(record, default=self.rules)
-        board = np.zeros(record.size * record.size, np.int8)
-        board[list(record.setup_black)] = BLACK
-        board[list(record.setup_white)] = WHITE
-        board[list(record.setup_empty)] = 0
+        stones = [(BLACK, p) for p in record.setup_black] + [(WHITE, p) for p in record.setup_white]
+        try:
+            board = place_stones(record.size, stones + [(EMPTY, p) for p in record.setup_empty])
+        except SetupError as err:
+            raise EngineError(f"illegal setup stones: {err}") from None
         first = BLACK
         if record.to_play in ("B", "W"):
             first = BLACK if record.to_play == "B" else WHITE
@@ -925,6 +954,12 @@ class Engine:
         moves = [Move(BLACK if c == "B" else WHITE, int(a)) for c, a in record.moves]
         if move_number is not None:
             moves = moves[: max(move_number - 1, 0)]
+        limit = MOVES_PER_POINT * record.size * record.size  # max_moves of that size
+        if len(moves) > limit:
+            raise EngineError(
+                f"{len(moves)} moves, more than the {limit} ({MOVES_PER_POINT} x "
+                f"{record.size} x {record.size}) whose superko history the engine keeps"
+            )
         saved = (self.size, self.komi, self.rules)
         self.size, self.komi, self.rules = record.size, float(record.komi), rules
         try:

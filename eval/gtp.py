@@ -50,6 +50,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _VERTEX = re.compile(r"^(?:pass|[A-HJ-Za-hj-z][0-9]{1,2})$", re.IGNORECASE)
 _MAX_SGF_BYTES = 10_000_000
 _DEFAULT_INTERVAL_CS = 100  # analysis report interval when none is given (1 s)
+POLICY_LABEL_MIN = 0.005  # gojax-policy labels every move at least this probable (0.5%)
 
 
 class GTPError(Exception):
@@ -965,10 +966,16 @@ class GTPServer:
         _args(args, 0)
         analysis, _ = self._evaluation()
         size = self.engine.size
+        # Every move's probability: ``analysis.moves`` lists only the likeliest few.
+        policy = analysis.policy
+        if policy is None:
+            policy = np.zeros(size * size + 1)
+            for info in analysis.moves:
+                policy[info.action] = info.prior
         cells = ['""'] * (size * size)  # GoGui's empty label
-        for info in analysis.moves:
-            if info.action < size * size and info.prior >= 0.005:
-                cells[info.action] = str(round(100 * info.prior))
+        for point in np.flatnonzero(policy[: size * size] >= POLICY_LABEL_MIN):
+            # Halves round up, so that no labelled move reads 0 (round() takes 0.5 to 0).
+            cells[point] = str(math.floor(100 * float(policy[point]) + 0.5))
         return _board_rows(cells, size)
 
     def cmd_gojax_pv_gfx(self, args, _id):

@@ -188,6 +188,9 @@ class Analysis:
     # the root evaluation's short-term error heads and time-left variance (KataGo's
     # rawStWrError, rawStScoreError, rawVarTimeLeft); None for nets without them
     raw_errors: tuple[float, float, float] | None = None
+    # [P+1] the one evaluation's probability of every move, pass last, 0 on the moves it
+    # could not choose (``moves`` lists only the likeliest); None from a search
+    policy: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def best(self) -> MoveInfo:
@@ -359,6 +362,7 @@ def _policy_analysis(
         utility=utility,
         score_selfplay=score_selfplay,
         raw_errors=raw_errors,
+        policy=np.where(legal, policy, 0.0).astype(np.float32),
     )
 
 

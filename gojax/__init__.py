@@ -40,6 +40,7 @@ from gojax._coords import (
 from gojax._features import AGZ_PLANES, agz_planes
 from gojax._replay import replay
 from gojax._rules import RULE_PRESETS, Rules, get_rules
+from gojax._setup import SetupError, place_stones
 from gojax._symmetry import (
     NUM_SYMMETRIES,
     inverse_symmetry,
@@ -70,6 +71,7 @@ __all__ = [
     "WHITE",
     "GoState",
     "Rules",
+    "SetupError",
     "action_to_gtp",
     "action_to_sgf",
     "area",
@@ -79,6 +81,7 @@ __all__ = [
     "legal_moves",
     "new_game",
     "pass_action",
+    "place_stones",
     "play",
     "position_hash",
     "repetition_bans",

@@ -71,7 +71,7 @@ class GoState:
     passes: jax.Array  # [] int8: consecutive passes just played
     terminated: jax.Array  # [] bool: two passes in a row, or the move cap reached
     komi: jax.Array  # [] float32: points given to White
-    captures: jax.Array  # [2] int16: stones captured by Black, by White
+    captures: jax.Array  # [2] int16: stones captured by Black, by White (suicides included)
     zobrist: jax.Array  # [2] uint32: hash of the stones (two 32-bit lanes)
     superko_keys: jax.Array  # [H, 2] uint32: keys of earlier positions, sorted by lane 0
     superko_count: jax.Array  # [] int32: how many entries of superko_keys are used
@@ -575,7 +575,10 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
         state.superko_keys, state.superko_count, _superko_key(zobrist, them, rules, size)
     )
 
-    num_removed_own = jnp.sum(removed_own, dtype=jnp.int16)
+    # A suicide's prisoners are the whole chain, the stone just placed included (as
+    # KataGo counts them); ``removed_own`` leaves that stone out for the hash, which
+    # never had its key added.
+    num_removed_own = jnp.sum(merged & suicide, dtype=jnp.int16)
     captures = state.captures + jnp.where(
         me == BLACK,
         jnp.stack([num_captured.astype(jnp.int16), num_removed_own]),

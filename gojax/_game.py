@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from gojax import sgf
-from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play, set_board
+from gojax._board import BLACK, EMPTY, WHITE, GoState, legal_moves, new_game, play, set_board
 from gojax._coords import action_to_gtp, gtp_to_action
 from gojax._rules import RULE_PRESETS, get_rules
+from gojax._setup import SetupError, place_stones
 
 DEFAULT_RULES = "tromp-taylor"
 
@@ -28,10 +29,14 @@ def state_at(
 ) -> GoState:
     """The position after ``move`` moves of ``record`` (all of them by default).
 
-    Setup stones (root and later ``AB``/``AW``/``AE``) are applied; a move by
-    the player who is not to move (e.g. handicap stones given as moves) sets
-    the player first, as GTP engines do. Raises ValueError naming the move if
-    a move is illegal under the rules, or if the size is unsupported.
+    Setup stones (root and later ``AB``/``AW``/``AE``) are applied, checked by
+    :func:`gojax.place_stones`; a move by the player who is not to move (e.g.
+    handicap stones given as moves) sets the player first, and a move after
+    two passes resumes the game, as GTP engines do (``loadsgf`` reads such a
+    record, and gojax's own ``printsgf`` writes one). Raises ValueError naming
+    the move if a move is illegal under the rules, naming the setup if it sets
+    a point twice or leaves a chain without a liberty, or if the size is
+    unsupported.
     """
     rules = rules or rules_of_record(record)
     if rules not in RULE_PRESETS:
@@ -42,9 +47,7 @@ def state_at(
         move = total
     if not 0 <= move <= total:
         raise ValueError(f"move {move} is out of range: the game has {total} moves")
-    board = np.zeros(size * size, np.int8)
-    board[list(record.setup_black)] = BLACK
-    board[list(record.setup_white)] = WHITE
+    board = _setup(record.setup_black, record.setup_white, record.setup_empty, size, "in the root")
     first = BLACK
     if record.to_play in ("B", "W"):
         first = BLACK if record.to_play == "B" else WHITE
@@ -59,13 +62,13 @@ def state_at(
         if played == move:
             break
         if node.add_black or node.add_white or node.add_empty:
-            stones = np.array(state.board)
-            stones[list(node.add_black)] = BLACK
-            stones[list(node.add_white)] = WHITE
-            stones[list(node.add_empty)] = 0
+            where = f"before move {played + 1}"
+            stones = _setup(node.add_black, node.add_white, node.add_empty, size, where, state)
             state = set_board(state, jnp.asarray(stones))
         if node.color is None:
             continue
+        if bool(state.terminated):  # a move after two passes: the game goes on
+            state = state.replace(terminated=jnp.asarray(False), passes=jnp.asarray(0, jnp.int8))
         colour = BLACK if node.color == "B" else WHITE
         if int(state.to_play) != colour:
             state = state.replace(to_play=jnp.asarray(colour, jnp.int8), ko=jnp.int16(-1))
@@ -77,6 +80,17 @@ def state_at(
         state = play(state, node.action)
         played += 1
     return state
+
+
+def _setup(black, white, empty, size: int, where: str, state: GoState | None = None):
+    """``[P]`` int8: the board (``state``'s, else empty) after one node's setup, checked."""
+    stones = [(BLACK, p) for p in black] + [(WHITE, p) for p in white]
+    stones += [(EMPTY, p) for p in empty]
+    board = None if state is None else np.asarray(state.board)
+    try:
+        return place_stones(size, stones, board=board)
+    except SetupError as err:
+        raise SetupError(f"setup stones {where}: {err}", err.point) from None
 
 
 def handicap_bonus(rules: str, handicap_stones: int) -> int:

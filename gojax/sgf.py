@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from gojax._coords import MAX_SIZE, MIN_SIZE, action_to_sgf, sgf_to_action
+from gojax._setup import repeated_point
 
 __all__ = [
     "GameRecord",
@@ -385,15 +386,17 @@ class _NodeReader:
     def setup(self, size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         if "AB" not in self.node and "AW" not in self.node and "AE" not in self.node:
             return (), (), ()  # the common case, kept cheap for large collections
-        result = tuple(self.points(ident, size) for ident in ("AB", "AW", "AE"))
-        # A point set up twice in one node has no defined meaning (FF[4] forbids it).
-        seen: set[int] = set()
-        for ident, actions in zip(("AB", "AW", "AE"), result, strict=True):
-            for action in actions:
-                if action in seen:
-                    point = action_to_sgf(action, size)
+        idents = ("AB", "AW", "AE")
+        result = tuple(self.points(ident, size) for ident in idents)
+        # A point set up twice has no defined meaning (FF[4] forbids it): the check
+        # every setup shares (gojax._setup), reported here where the text says it.
+        repeat = repeated_point(action for actions in result for action in actions)
+        if repeat is not None:
+            for ident, actions in zip(idents, result, strict=True):
+                if repeat < len(actions):
+                    point = action_to_sgf(actions[repeat], size)
                     raise self.error(self.node[ident], f"point {point!r} is set up twice")
-                seen.add(action)
+                repeat -= len(actions)
         return result
 
     def move(self, size: int) -> tuple[str | None, int | None]:
@@ -628,7 +631,7 @@ def _write_points(ident: str, actions: Iterable[int], size: int, what: str) -> s
 
 def _write_setup(black, white, empty, size: int, where: str) -> str:
     parts = []
-    seen: set[int] = set()
+    written: list[int] = []
     for ident, field, actions in (
         ("AB", "add_black", black),
         ("AW", "add_white", white),
@@ -636,10 +639,10 @@ def _write_setup(black, white, empty, size: int, where: str) -> str:
     ):
         actions = list(actions)
         parts.append(_write_points(ident, actions, size, f"{where} {field}"))
-        for action in actions:
-            if action in seen:
-                raise SGFError(f"cannot write {where}: action {action} is set up twice")
-            seen.add(action)
+        written += [operator.index(action) for action in actions]
+    repeat = repeated_point(written)
+    if repeat is not None:
+        raise SGFError(f"cannot write {where}: action {written[repeat]} is set up twice")
     return "".join(parts)
 
 

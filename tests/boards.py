@@ -448,7 +448,7 @@ class RefGame:
         self.board = result.board
         mover = 0 if self.to_play == BLACK else 1
         self.captures[mover] += len(result.captured)
-        self.captures[1 - mover] += max(len(result.suicided) - 1, 0)
+        self.captures[1 - mover] += len(result.suicided)  # the placed stone too, as KataGo
         self.ko = result.ko
         self.passes = self.passes + 1 if action == self.size * self.size else 0
         self.moves += 1

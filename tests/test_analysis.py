@@ -270,6 +270,17 @@ def test_query_warnings_for_unknown_fields():
         ({"moves": [["B"]]}, "moves", "pairs"),
         ({"moves": "E5"}, "moves", "pairs"),
         ({"initialStones": [["B", "pass"]]}, "initialStones", "location"),
+        # Overlapping stones: KataGo answers with an error, not the last one placed.
+        (
+            {"initialStones": [["B", "E5"], ["W", "E5"]]},
+            "initialStones",
+            "Illegal initial stones: point E5 is set up twice",
+        ),
+        (
+            {"initialStones": [["B", "A1"], ["W", "A2"], ["W", "B1"]]},
+            "initialStones",
+            "Illegal initial stones: the black chain at A1 has no liberty",
+        ),
         ({"initialPlayer": "red"}, "initialPlayer", '"b" or "w"'),
         ({"analyzeTurns": [3]}, "analyzeTurns", "Invalid turn number: 3"),
         ({"analyzeTurns": 1}, "analyzeTurns", "array of integers"),

@@ -66,6 +66,7 @@ def test_show_prints_board_score_and_svg(capsys, tmp_path):
         ("(;SZ[5];B[cc", "line 1"),
         ("(;SZ[5];B[cc];W[cc])", "illegal"),
         ("(;SZ[26];B[cc])", "outside 2..25"),
+        ("(;GM[1]FF[4]SZ[9]AB[ab][ba]AW[aa];B[ee])", "the white chain at A9 has no liberty"),
     ],
 )
 def test_show_rejects_bad_files_in_one_line(capsys, tmp_path, content, message):
@@ -75,6 +76,15 @@ def test_show_rejects_bad_files_in_one_line(capsys, tmp_path, content, message):
     assert code == 2
     assert message in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+def test_show_plays_on_after_two_passes(capsys, tmp_path):
+    """gojax's own printsgf output, with a move after two passes, as loadsgf reads it."""
+    game = tmp_path / "resumed.sgf"
+    game.write_text("(;FF[4]GM[1]SZ[9]KM[7]RU[chinese]AP[gojax]\n;B[ee];W[cc];B[];W[];B[fe])\n")
+    code, out, err = run(capsys, "show", str(game))
+    assert code == 0, err
+    assert "Move 5" in out and "Tromp-Taylor area: Black 2, White 1" in out
 
 
 def test_show_missing_file(capsys, tmp_path):

@@ -75,6 +75,37 @@ def test_state_at_names_an_illegal_move():
         _game.state_at(record)
 
 
+def test_state_at_plays_on_after_two_passes():
+    """A record that goes on after two passes (GTP's printsgf writes them) replays, as
+    loadsgf reads it: the game resumes, and its final position is the last move's."""
+    record = sgf.parse("(;FF[4]GM[1]SZ[9]KM[7];B[ee];W[cc];B[];W[];B[fe])")
+    state = _game.state_at(record)
+    board = np.asarray(state.board)
+    assert board[gojax.gtp_to_action("F5", 9)] == gojax.BLACK
+    assert int(state.move_number) == 5 and not bool(state.terminated)
+    assert int(state.to_play) == gojax.WHITE and int(state.passes) == 0
+    # The position at the two passes is still the finished game.
+    assert bool(_game.state_at(record, move=4).terminated)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # The issue's record: White A9 set up inside Black's B9 and A8.
+        ("(;GM[1]FF[4]SZ[9]AB[ab][ba]AW[aa];B[ee])", "in the root: the white chain at A9"),
+        # A later setup node is checked on the board it changes.
+        ("(;SZ[9]AB[ab];W[ee];B[ba];AW[aa];W[cc])", "before move 3: the white chain at A9"),
+    ],
+)
+def test_state_at_refuses_setup_stones_without_liberties(text, message):
+    with pytest.raises(gojax.SetupError, match=message):
+        _game.state_at(sgf.parse(text))
+    # A record made in code (not read from SGF) gets the same check for points set twice.
+    record = sgf.GameRecord(size=9, setup_black=[1], setup_white=[1])
+    with pytest.raises(ValueError, match="in the root: point B9 is set up twice"):
+        _game.state_at(record)
+
+
 def test_record_from_actions_round_trips_through_sgf(tmp_path):
     record = _game.record_from_actions([0, 24, 25, 25], size=5, komi=7.5, rules="chinese")
     path = tmp_path / "g.sgf"

@@ -167,7 +167,7 @@ def _check_invariants(rec, size, rules, num_moves):
             removed = set(np.flatnonzero((placed == me) & (after == 0)).tolist())
             assert removed == chain
             assert gone_theirs == 0
-            assert delta[theirs] == len(chain) - 1 and delta[mine] == 0
+            assert delta[theirs] == len(chain) and delta[mine] == 0  # the placed stone too
 
 
 # ----------------------------------------------------------------------------

@@ -343,7 +343,8 @@ def test_multi_stone_suicide_legal_and_removes_the_chain(rules):
         . O . . .
         """
     )
-    assert captures(state) == [0, 2]  # White is credited with Black's two stones
+    # White is credited with all three Black stones, the one just played included (KataGo).
+    assert captures(state) == [0, 3]
     assert int(state.to_play) == -1
     assert int(state.move_number) == 1
     assert_hash(state)
@@ -448,7 +449,7 @@ def test_filling_the_last_eye(rules):
         . . . . .
         """
     )
-    assert captures(state) == [0, 7]
+    assert captures(state) == [0, 8]  # the seven stones and C5, the suicide's own stone
     assert_hash(state)
 
 
