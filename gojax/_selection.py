@@ -96,7 +96,11 @@ def puct(
     tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
     invalid = tree.root_invalid_actions * (depth == 0)
     if forced_playouts:  # static: only the root's rule is built with it
-        forced = (visits > 0) & (visits < forced_visits(priors, visits, forced_playouts))
+        # An expanded child only: under virtual loss (``gojax._virtual_loss``) a move whose
+        # first visit is still pending shows visits, and forcing more descents into it
+        # would only make duplicates of that leaf. In a plain tree the two go together.
+        expanded = (tree.children_index[node] >= 0) & (visits > 0)
+        forced = expanded & (visits < forced_visits(priors, visits, forced_playouts))
         invalid = jnp.where(jnp.any(forced), ~forced, invalid > 0)
     return first_argmax(value + exploration + tie_break, invalid)
 
@@ -231,26 +235,39 @@ def pruned_visits(
 
 
 def gumbel_root(
-    key, tree: Tree, node, *, num_simulations: int, max_num_considered_actions: int
+    key,
+    tree: Tree,
+    node,
+    *,
+    num_simulations: int,
+    max_num_considered_actions: int,
+    pending: jax.Array | None = None,
 ) -> jax.Array:
     """Sequential halving with Gumbel (Danihelka et al. 2022): the considered action whose
     ``gumbel + logits + completed Q`` is highest among those with the fewest visits the
-    halving schedule allows now."""
+    halving schedule allows now.
+
+    ``pending [A]`` (int): descents already sent down each root action in this step of a
+    batched search (``gojax._virtual_loss``), whose results are not in yet. They count as
+    visits for the schedule -- the next descent takes the schedule's next slot, as if they
+    had finished -- but not for the values: the completed Q is the finished visits'.
+    """
     del key
     visits = tree.children_visits[node]
     completed_q = mctx.qtransform_completed_by_mix_value(tree, node)
+    scheduled = visits if pending is None else visits + pending
     table = jnp.array(
         seq_halving.get_table_of_considered_visits(max_num_considered_actions, num_simulations)
     )
     num_valid = jnp.sum(1 - tree.root_invalid_actions, axis=-1).astype(jnp.int32)
     considered = jnp.minimum(max_num_considered_actions, num_valid)
-    considered_visit = table[considered, jnp.sum(visits, -1)]
+    considered_visit = table[considered, jnp.sum(scheduled, -1)]
     score = seq_halving.score_considered(
         considered_visit,
         tree.extra_data.root_gumbel,
         tree.children_prior_logits[node],
         completed_q,
-        visits,
+        scheduled,
     )
     return first_argmax(score, tree.root_invalid_actions)
 
