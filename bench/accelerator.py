@@ -75,8 +75,8 @@ from _timing import best_time, best_times  # noqa: E402
 import gojax  # noqa: E402
 from gojax import _ladders as ladders  # noqa: E402
 from gojax import nn as gnn  # noqa: E402
-from gojax._atomic import write_atomic  # noqa: E402
 from gojax._xla_flags import fast_cpu_compiles  # noqa: E402
+from gojax.atomic import write_atomic  # noqa: E402
 
 RULES = ("chinese", "tromp-taylor")
 

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 import gojax  # noqa: E402
 from eval.analysis import AnalysisEngine  # noqa: E402
 from gojax import sgf  # noqa: E402
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.katago_model import load_model  # noqa: E402
 
 REFERENCE = Path(

@@ -5,7 +5,7 @@ channels, two different random initialisations) with a PUCT search of
 ``--simulations`` simulations, no root noise, on 9x9 with komi 7 and a
 120-move cap. Rows:
 
-  batch 256   ``eval.arena.play_arena`` on 256 games in one jitted scan (each
+  batch 256   ``train.arena.play_arena`` on 256 games in one jitted scan (each
               search is a vmapped batch of one, so a game depends only on its
               own key)
   batch 2     the first ``--single`` of those games, one colour pair per call:
@@ -36,9 +36,10 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from eval.arena import GAMES_AXIS, Agent, play_arena, search_agent
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.search import SearchConfig, search
+from train.agents import search_agent
+from train.arena import GAMES_AXIS, Agent, play_arena
 from train.model import ModelSpec, build, evaluator, init_variables
 
 SIZE, KOMI, MAX_MOVES = 9, 7.0, 120

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import gojax
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 
 
 def _nbytes(tree) -> int:

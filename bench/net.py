@@ -54,8 +54,8 @@ from _timing import (
 import gojax
 from gojax import nn as gnn
 from gojax import winograd
-from gojax._atomic import write_atomic
 from gojax._xla_flags import fast_cpu_compiles
+from gojax.atomic import write_atomic
 from gojax.evaluate import batch_inputs, evaluate
 
 # KataGo's own Eigen CPU backend, this network, batch 1, 19x19, 2 threads, on the

@@ -42,7 +42,7 @@ from _timing import best_times  # bench/_timing.py (scripts run with bench/ on t
 
 import gojax
 from gojax import nn as gnn
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.search import SearchConfig, agz_evaluator, reuse_subtree, search
 
 SIZES = (  # name, residual blocks, channels, batch, our rules

@@ -47,7 +47,7 @@ import optax
 from _timing import best_time, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
 from search import net_alone_fn, pgx_search_fn  # bench/search.py: the peer's search
 
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.nn import count_params
 from gojax.search import SearchConfig
 from train import model as model_lib

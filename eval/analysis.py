@@ -45,11 +45,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from eval.analysis_query import (
+    DEFAULT_PV_LENGTH,
+    MAX_TREE_VISITS,
     MAX_VISITS,
     REPORT_AS,
     Query,
     QueryError,
     parse_query,
+    said_once,
     without_foreign_settings,
 )
 from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE
@@ -65,8 +68,7 @@ from eval.players import (
     search_analysis,
 )
 from eval.replay_cache import ReplayCache, moves_key
-from gojax._board import BLACK, WHITE, GoState, legal_moves, new_game, play
-from gojax._coords import action_to_gtp
+from gojax import BLACK, WHITE, GoState, action_to_gtp, legal_moves, new_game, play
 from gojax.katago_features import forget_history
 
 # ----------------------------------------------------------------------------
@@ -270,15 +272,18 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
     ``(root, below)`` policy optimism; ``evaluate`` uses the root's.
 
-    A search given ``stop_at`` (root visits, ``[B]``) stops there and also returns its
-    whole tree, which stays on the device: the ``tree`` to resume it from."""
+    A search given ``stop_at`` (root visits, ``[B]``) stops there; with ``keep_tree`` it
+    also returns its whole tree, which stays on the device: the ``tree`` to resume it
+    from. A tree sized for more visits than ``stop_at`` asks is the same search as one
+    sized for them (nodes are added in order), so one program serves every budget up to
+    its size."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, search
 
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes"))
+    @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes", "keep_tree"))
     def run_search(
         variables,
         states,
@@ -289,6 +294,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         keep_nodes=False,
         tree=None,
         stop_at=None,
+        keep_tree=False,
     ):
         def leaf_evaluator(module):
             return katago_evaluator(
@@ -316,7 +322,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             children_prior_logits=result.tree.children_prior_logits[:, :1],
             raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
         )
-        return result.replace(tree=tree), (None if stop_at is None else result.tree)
+        return result.replace(tree=tree), (result.tree if keep_tree else None)
 
     @jax.jit
     def run_evaluate(variables, states, actions, key):
@@ -339,8 +345,12 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
 
 
 # A search run in parts (to report as it goes, or to stop at a time limit) adds at least
-# 1/_MOST_PARTS of its visits a part: at most about this many parts.
+# 1/_MOST_PARTS of its visits a part: at most about this many parts...
 _MOST_PARTS = 100
+# ... but never more than this many visits a part unless its speed says so: a long search
+# (KaTrain's pondering asks for 10,000,000 visits) reports at the cadence asked for, and its
+# first part, which measures its speed, is short.
+_LEAST_PART_CAP = 64
 # Seconds between looks for a terminate while a stream's search runs: every search of a
 # stream runs in parts of about this long, so that a terminate stops it within one part.
 _TERMINATE_POLL = 0.5
@@ -349,7 +359,7 @@ _TERMINATE_POLL = 0.5
 def _search_in_parts(
     search: Callable[..., tuple[Any, Any]],
     key: jax.Array,
-    visits: int,
+    goals: list[int],
     batch: int,
     schedule: list[tuple[float, float]],
     limits: list[float],
@@ -358,8 +368,9 @@ def _search_in_parts(
     poll: float = math.inf,
     rate: float | None = None,
 ) -> tuple[Any, float]:
-    """Run ``search(key, tree=..., stop_at=...)`` (``batch`` positions, the first
-    ``len(schedule)`` real) to ``visits`` root visits in parts, as KataGo reports during a
+    """Run ``search(key, tree=..., stop_at=..., keep_tree=True)`` (``batch`` positions, the
+    first ``len(schedule)`` real) to ``goals[i]`` root visits each in parts, as KataGo
+    reports during a
     search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
     ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
     seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
@@ -375,9 +386,10 @@ def _search_in_parts(
     every = np.array([gap for _, gap in schedule], np.float64)
     limit = np.asarray(limits, np.float64)
     goal = np.ones(batch, np.int64)  # padding rows: no simulations
-    goal[:real] = visits
+    goal[:real] = goals
+    visits = int(goal.max())
     done = np.ones(batch, np.int64)
-    least = max(1, visits // _MOST_PARTS)
+    least = max(1, min(visits // _MOST_PARTS, _LEAST_PART_CAP))
     start = time.monotonic()
     tree, part = None, 0
     while True:
@@ -393,7 +405,10 @@ def _search_in_parts(
         target = np.minimum(goal, done + step)
         began = time.monotonic()
         output, tree = search(
-            jax.random.fold_in(key, part), tree=tree, stop_at=jnp.asarray(target, jnp.int32)
+            jax.random.fold_in(key, part),
+            tree=tree,
+            stop_at=jnp.asarray(target, jnp.int32),
+            keep_tree=True,
         )
         part += 1
         jax.block_until_ready(tree)
@@ -412,6 +427,48 @@ def _search_in_parts(
         if rows.size:
             report(output, rows)
             due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
+
+
+# The tree's fields indexed by node (axis 1), as the host receives them (``_Ends`` too).
+_NODE_FIELDS = (
+    "node_visits",
+    "raw_values",
+    "node_values",
+    "node_scores",
+    "node_score_utilities",
+    "raw_score_utilities",
+    "raw_score_means",
+    "raw_score_stdevs",
+    "node_utility_squares",
+    "raw_ownership",
+    "parents",
+    "action_from_parent",
+    "children_index",
+    "children_visits",
+    "children_rewards",
+    "children_discounts",
+    "children_values",
+)
+
+
+@functools.partial(jax.jit, static_argnames=("nodes",))
+def _first_nodes(output: Any, nodes: int) -> Any:
+    """A search output with its tree cut to its first ``nodes`` nodes."""
+    tree = output.tree
+    cut = {name: getattr(tree, name)[:, :nodes] for name in _NODE_FIELDS}
+    ends = jax.tree.map(lambda x: x[:, :nodes], tree.embeddings)
+    return output.replace(tree=tree.replace(**cut, embeddings=ends))
+
+
+def _used_nodes(output: Any) -> Any:
+    """``output`` (on the device) with its tree cut to the nodes in use (a power of two
+    at least as many), so that a search stopped early, in a tree sized for many more
+    visits, sends the host only what it grew: a node is added at most once a visit, so
+    the root's visits bound them."""
+    capacity = output.tree.node_visits.shape[1]
+    used = int(jnp.max(output.tree.node_visits[:, 0]))
+    nodes = _bucket(used, capacity)
+    return output if nodes >= capacity else _first_nodes(output, nodes)
 
 
 # ----------------------------------------------------------------------------
@@ -651,6 +708,17 @@ class AnalysisEngine:
         a net of model version >= 12 goes into the root's prior (and the reported
         policy) and below it; None: KataGo's 0.2 and 1.0 for such nets, 0 for
         others (``eval.players.policy_optimism``).
+      max_time: seconds a search may take when its query names no ``maxTime``
+        (KataGo's config ``maxTime``; inf: no limit).
+      pv_length: moves of each principal variation after its first, when a query
+        names no ``analysisPVLen`` (KataGo's 15).
+      search_settings: ``SearchConfig`` fields every search starts from (KataGo's
+        search settings of a config file, ``eval.katago_config``); a query's
+        ``overrideSettings`` win.
+      max_tree_visits: the most root visits one search's tree holds (its nodes are
+        allocated when it is compiled, one a visit): a query asking for more (up to
+        KataGo's 2^50, as KaTrain's pondering does) is searched until its tree is
+        full, its ``maxTime`` is up or it is terminated.
     """
 
     def __init__(
@@ -673,6 +741,10 @@ class AnalysisEngine:
         wide_root_noise: float | None = None,
         ignore_pre_root_history: bool = True,
         root_symmetry_pruning: bool = True,
+        max_time: float = math.inf,
+        pv_length: int = DEFAULT_PV_LENGTH,
+        search_settings: dict[str, float] | None = None,
+        max_tree_visits: int = MAX_TREE_VISITS,
     ) -> None:
         from eval.players import policy_optimism as resolve_optimism
         from eval.players import score_utility_settings
@@ -684,6 +756,8 @@ class AnalysisEngine:
             raise ValueError(f"visits must be in 1..{MAX_VISITS}, not {visits}")
         if batch_size < 1 or min_batch < 1 or moves_listed < 1:
             raise ValueError("batch_size, min_batch and moves_listed must be positive")
+        if max_tree_visits < 1 or not 1 <= pv_length <= 1000 or not max_time >= 0:
+            raise ValueError("max_tree_visits, pv_length (at most 1000) and max_time are positive")
         if replay_cache < 0:
             raise ValueError(f"replay_cache must be >= 0, not {replay_cache}")
         if search not in ("puct", "katago"):
@@ -701,6 +775,14 @@ class AnalysisEngine:
         self._search_settings["root_symmetry_pruning"] = bool(root_symmetry_pruning)
         if search == "katago":
             self._search_settings["wide_root_noise"] = self.wide_root_noise
+        self._search_settings.update(search_settings or {})
+        self.max_time = float(max_time)
+        self.pv_length = int(pv_length)
+        self.max_tree_visits = int(max_tree_visits)
+        # The notices an engine gives once, to the first query that earns them
+        # (``analysis_query.said_once``): the settings it does not honour, the rules
+        # it replaces by the nearest preset.
+        self._said: set[str] = set()
         self.model = model
         self.symmetry = check_symmetry(symmetry)
         self.visits = int(visits)
@@ -719,6 +801,30 @@ class AnalysisEngine:
         self._speeds: dict[tuple, float] = {}
         # Queries (their turns not yet analysed) a paused batch left for the next one.
         self.carried: list[Query] = []
+
+    def warm_up(self, boards: Iterable[tuple[int, str]], visits: int | None = None) -> None:
+        """Compile ahead the programs a client's first queries need, so that they are
+        answered within their time limits (``maxTime`` counts compilation): for each
+        ``(size, rules)`` (rules: any KataGo name), a query of ``visits`` root visits (the
+        engine's default) on the empty board with ``includeOwnership`` and
+        ``includeMovesOwnership`` (KaTrain's), searched in parts as a stream's searches
+        are, stopped after its second part. Queries of the same size, rules, tree size and
+        ownership then compile nothing; their batch sizes (powers of two) may."""
+        for size, rules in boards:
+            request = {"id": "warm-up", "moves": [], "rules": rules, "boardXSize": size,
+                       "boardYSize": size, "maxVisits": visits or self.visits,
+                       "includeOwnership": True, "includeMovesOwnership": True}  # fmt: skip
+            query, _ = parse_query(request, visits=self.visits, report_as=self.report_as)
+            stream = _Stream.quiet(1)
+            looks: list[int] = []
+
+            def check(stream: _Stream = stream, looks: list[int] = looks) -> None:
+                looks.append(1)  # before the search, after its first part, after its second
+                if len(looks) >= 3:
+                    stream.halted[0].add(0)  # the empty board's turn
+
+            stream.check, stream.poll = check, 0.0  # parts of the least visits
+            self.analyse([query], stream)
 
     def _next_key(self) -> jax.Array:
         self._calls += 1
@@ -879,12 +985,21 @@ class AnalysisEngine:
         if "action" in request:
             return [self._action(request, pending, cancelled)], None
         try:
-            query, warnings = parse_query(request, visits=self.visits, report_as=self.report_as)
+            query, warnings = parse_query(
+                request, visits=self.visits, report_as=self.report_as, pv_length=self.pv_length
+            )
         except QueryError as err:
             return [{"error": err.message, "field": err.field, "id": ident}], None
         query, dropped = without_foreign_settings(request, query, self.search)
         warnings.extend(dropped)
-        replies = [{"field": f, "id": ident, "warning": w} for f, w in warnings]
+        replies = []
+        for field, warning in warnings:
+            if said_once(field, warning):
+                if warning in self._said:
+                    continue
+                self._said.add(warning)
+                print(f"gojax analysis: {field}: {warning}", file=sys.stderr, flush=True)
+            replies.append({"field": field, "id": ident, "warning": warning})
         return replies, query
 
     def _action(self, request: dict, pending: list[Query], cancelled: list[set[int]]) -> dict:
@@ -973,11 +1088,14 @@ class AnalysisEngine:
                         replies[i] = [failure]
                         stream.final(i, failure)
                         continue
+                    # Searched in a tree of a power of two nodes (fewer programs); beyond
+                    # what a tree holds, the search goes on until it is full.
+                    nodes = self._tree_size(queries[i].visits)
                     for k, turn in enumerate(queries[i].turns):
-                        how = (queries[i].visits, queries[i].search)
+                        how = (nodes, queries[i].search)
                         alike[how].append((i, turn, first + k))
                 ordered = sorted(alike.items(), key=lambda kv: (-max(map(priority, kv[1])), kv[0]))
-                for (visits, search), items in ordered:
+                for (nodes, search), items in ordered:
                     items.sort(key=lambda item: -priority(item))
                     for part in _chunks(items, self.batch_size):
                         stream.check()
@@ -989,7 +1107,7 @@ class AnalysisEngine:
                         if paused or not part:
                             continue
                         results = self._search_part(
-                            queries, kept, part, visits, stream, dict(search)
+                            queries, kept, part, nodes, stream, dict(search)
                         )
                         for (i, turn, _), result in zip(part, results, strict=True):
                             replies[i].append(_reply(queries[i], turn, result))
@@ -1003,13 +1121,14 @@ class AnalysisEngine:
         queries: list[Query],
         kept: GoState,
         part: list[tuple[int, int, int]],
-        visits: int,
+        nodes: int,
         stream: _Stream,
         search: dict[str, float],
     ) -> list[_Result]:
         """The results of the positions ``part`` (query, turn, index into ``kept``),
-        searched together with ``visits`` each and the ``SearchConfig`` fields
-        ``search`` (``Query.search``)."""
+        searched together in trees of ``nodes`` nodes (``_tree_size``), each to its
+        query's visits (at most ``nodes``), with the ``SearchConfig`` fields ``search``
+        (``Query.search``)."""
 
         def stopped() -> list[int]:
             stream.check()
@@ -1018,21 +1137,34 @@ class AnalysisEngine:
         return self._analyse_positions(
             kept,
             [index for _, _, index in part],
-            visits,
+            nodes,
             [queries[i].pv_length for i, _, _ in part],
             [queries[i].avoid for i, _, _ in part],
             ownership=any(_wants_ownership(queries[i]) for i, _, _ in part),
             moves_ownership=any(_wants_moves_ownership(queries[i]) for i, _, _ in part),
             reports=[queries[i].reports for i, _, _ in part],
-            limits=[queries[i].max_time for i, _, _ in part],
+            limits=[self._time_limit(queries[i]) for i, _, _ in part],
             stopped=stopped,
             poll=stream.poll,
             search=search,
             forget=[self._forgets(queries[i]) for i, _, _ in part],
+            goals=[min(queries[i].visits, nodes) for i, _, _ in part],
             on_report=None
             if stream.report is None
             else functools.partial(_report_during_search, stream.report, queries, part),
         )
+
+    def _tree_size(self, visits: int) -> int:
+        """The nodes of the tree a search of ``visits`` root visits runs in: the power of
+        two at least ``visits`` (queries of 100 and 120 visits share one compiled search
+        and one batch, each stopping at its own), at most ``max_tree_visits``; 1 is the
+        network alone, no tree."""
+        return 1 if visits == 1 else min(_bucket(visits), self.max_tree_visits)
+
+    def _time_limit(self, query: Query) -> float:
+        """Seconds ``query``'s positions may be searched: its ``maxTime``, else the
+        engine's."""
+        return query.max_time if math.isfinite(query.max_time) else self.max_time
 
     def _forgets(self, query: Query) -> bool:
         """Whether ``query``'s positions are searched with their past moves unknown."""
@@ -1130,6 +1262,7 @@ class AnalysisEngine:
         poll: float = math.inf,
         search: dict[str, float] | None = None,
         forget: list[bool] | None = None,
+        goals: list[int] | None = None,
     ) -> list[_Result]:
         """Search (or, at one visit, evaluate) the positions ``states[index]`` in one batch,
         each with the moves its query keeps out (``Query.avoid``; None: none); with
@@ -1145,8 +1278,11 @@ class AnalysisEngine:
         limits, so that ``stopped()`` is asked that often. ``search``: ``SearchConfig``
         fields over the engine's (the KataGo search's settings a query set). ``forget``
         (per position): search it with its past moves unknown (KataGo's
-        ``ignorePreRootHistory``; ``gojax.katago_features.forget_history``)."""
+        ``ignorePreRootHistory``; ``gojax.katago_features.forget_history``). ``goals``
+        (per position): the root visits its search stops at, at most ``visits`` (the
+        tree's size; default: ``visits``)."""
         n = len(index)
+        goals = list(goals or [visits] * n)
         batch = _bucket(n, self.batch_size, smallest=self.min_batch)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
         if forget is not None and any(forget):
@@ -1190,7 +1326,11 @@ class AnalysisEngine:
         limits = list(limits or [math.inf] * n)
         parted = math.isfinite(poll) or not all(map(math.isinf, limits))
         if not parted and all(math.isinf(first) for first, _ in schedule):
-            searched, _ = search(key_search)
+            if all(goal == visits for goal in goals):
+                searched, _ = search(key_search)
+            else:  # padding rows: no simulations
+                stop_at = np.asarray(goals + [1] * (batch - n), np.int32)
+                searched, _ = search(key_search, stop_at=jnp.asarray(stop_at))
         else:
 
             def report(searched: Any, rows: np.ndarray) -> None:
@@ -1201,7 +1341,7 @@ class AnalysisEngine:
             searched, self._speeds[shape] = _search_in_parts(
                 search,
                 key_search,
-                visits,
+                goals,
                 batch,
                 schedule,
                 limits,
@@ -1225,7 +1365,7 @@ class AnalysisEngine:
     ) -> list[_Result]:
         """The host's results for positions ``rows`` of a search output (on the device):
         its listed moves, each with the network's outputs after it."""
-        host = jax.device_get(searched)
+        host = jax.device_get(_used_nodes(searched))
         listed_count = min(self.moves_listed, visits - 1)
         listed = {i: listed_actions(host, i, listed_count) for i in rows}
         # Positions after the listed moves, for their scores (pass pads short lists).
@@ -1419,12 +1559,48 @@ class _LineReader:
 # Command line: gojax analysis
 
 
+# AnalysisEngine's options that a flag sets too: a config's key sets one only where its
+# flag was left at its default.
+_FLAGS_OF_OPTIONS = {
+    "visits": "visits_default",
+    "report_as": "report_as",
+    "wide_root_noise": "wide_root_noise",
+    "ignore_pre_root_history": "pre_root_history",
+    "root_symmetry_pruning": "no_root_symmetry_pruning",
+}
+
+
+def _katago_form(args: argparse.Namespace, options: dict[str, Any]) -> str | None:
+    """Fold KataGo's command line (``-config``, ``-override-config``, ...) into the
+    engine's ``options``: a config key sets an option whose flag was left at its default
+    (a flag given wins). Returns the one stderr line naming what gojax does not use."""
+    from eval import katago_config
+
+    overrides = getattr(args, "katago_overrides", None) or []
+    config = getattr(args, "config", None)
+    mapped = katago_config.analysis_options(
+        katago_config.read_settings(config, overrides), args.search, bool(config)
+    )
+    defaults = getattr(args, "flag_defaults", {})
+    for name, value in mapped.options.items():
+        flag = _FLAGS_OF_OPTIONS.get(name)
+        if flag is None or getattr(args, flag) == defaults.get(flag, getattr(args, flag)):
+            options[name] = value
+    if getattr(args, "analysis_threads", None) is not None:
+        mapped.no_effect.append("-analysis-threads")
+    if getattr(args, "quit_without_waiting", False):
+        mapped.not_supported("-quit-without-waiting", "queued queries are answered")
+    if getattr(args, "human_model", None):
+        mapped.not_supported("-human-model", "no human SL model")
+    return katago_config.ignored_line("analysis", config, mapped)
+
+
 def cmd_analysis(args: argparse.Namespace) -> int:
     from gojax.katago_model import load_model
 
-    model = load_model(args.model)
-    engine = AnalysisEngine(
-        model,
+    if args.search == "katago" and args.c_puct != 1.25:
+        raise ValueError("--c-puct is the PUCT search's: add --search puct")
+    options: dict[str, Any] = dict(
         symmetry=args.symmetry,
         visits=args.visits_default,
         batch_size=args.batch_size,
@@ -1441,12 +1617,22 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         wide_root_noise=args.wide_root_noise,
         ignore_pre_root_history=not args.pre_root_history,
         root_symmetry_pruning=not args.no_root_symmetry_pruning,
+        max_tree_visits=getattr(args, "max_tree_visits", MAX_TREE_VISITS),
     )
+    katago_flags = ("config", "katago_overrides", "analysis_threads", "human_model")
+    ignored = None
+    if any(getattr(args, flag, None) for flag in katago_flags):
+        ignored = _katago_form(args, options)
+    model = load_model(args.model)
+    engine = AnalysisEngine(model, **options)
+    if ignored:
+        print(ignored, file=sys.stderr, flush=True)
+    engine.warm_up(getattr(args, "warm_up", None) or [])
     noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
     print(
         f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search"
         f"{noise}, "
-        f"{args.visits_default} visits by default, batches of up to {args.batch_size}; ready",
+        f"{engine.visits} visits by default, batches of up to {args.batch_size}; ready",
         file=sys.stderr,
         flush=True,
     )
@@ -1457,14 +1643,30 @@ def cmd_analysis(args: argparse.Namespace) -> int:
 def register(commands) -> None:
     """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
     from eval import gtp_params
+    from eval.arguments import non_negative, positive, symmetry_arg
     from eval.gtp import add_policy_optimism_arguments
-    from gojax.cli import _non_negative, _positive, _symmetry_arg
 
     def visits(text: str) -> int:
-        value = _positive(text)
+        value = positive(text)
         if value > MAX_VISITS:
             raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
         return value
+
+    def boards(text: str) -> list[tuple[int, str]]:  # --warm-up's SIZE[:RULES],...
+        from eval.analysis_query import parse_rules
+
+        chosen = []
+        for entry in filter(None, (e.strip() for e in text.split(","))):
+            size, _, rules = entry.partition(":")
+            try:
+                parse_rules(rules or "chinese")
+                number = int(size)
+            except (QueryError, ValueError):
+                number = 0
+            if not 2 <= number <= 25:
+                raise argparse.ArgumentTypeError(f"expected SIZE[:RULES],..., got {entry!r}")
+            chosen.append((number, rules or "chinese"))
+        return chosen
 
     def wide_root_noise(text: str) -> float:  # as gtp's wideRootNoise reads it
         try:
@@ -1475,7 +1677,25 @@ def register(commands) -> None:
     parser = commands.add_parser(
         "analysis", help="KataGo's JSON analysis engine: batched queries on stdin, JSON on stdout"
     )
-    parser.add_argument("--model", required=True, help="a KataGo model file (.bin.gz)")
+    parser.add_argument("--model", "-model", required=True, help="a KataGo model file (.bin.gz)")
+    from eval.katago_config import add_katago_arguments
+
+    add_katago_arguments(parser)
+    parser.add_argument(
+        "-analysis-threads",
+        dest="analysis_threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="KataGo's: positions searched at once by threads (no effect: every query "
+        "waiting is batched, --batch-size)",
+    )
+    parser.add_argument(
+        "-quit-without-waiting",
+        dest="quit_without_waiting",
+        action="store_true",
+        help="KataGo's (not supported: queries read before stdin ends are answered)",
+    )
     parser.add_argument(
         "--visits-default",
         type=visits,
@@ -1485,19 +1705,19 @@ def register(commands) -> None:
     )
     parser.add_argument(
         "--batch-size",
-        type=_positive,
+        type=positive,
         default=256,
         help="most queries read and positions searched at once (default 256)",
     )
     parser.add_argument(
         "--min-batch",
-        type=_positive,
+        type=positive,
         default=1,
         help="pad every batch to at least this many positions (fewer compiled programs)",
     )
     parser.add_argument(
         "--symmetry",
-        type=_symmetry_arg,
+        type=symmetry_arg,
         default="random",
         help="0..7, random or average (default: a random symmetry per evaluation)",
     )
@@ -1510,7 +1730,7 @@ def register(commands) -> None:
         "reportAnalysisWinratesAs; default BLACK)",
     )
     parser.add_argument(
-        "--moves-listed", type=_positive, default=16, help="most moves reported per position"
+        "--moves-listed", type=positive, default=16, help="most moves reported per position"
     )
     parser.add_argument(
         "--c-puct", type=float, default=1.25, help="PUCT exploration constant (--search puct)"
@@ -1518,9 +1738,9 @@ def register(commands) -> None:
     parser.add_argument(
         "--search",
         choices=("puct", "katago"),
-        default="puct",
-        help="puct (AlphaGo Zero's, default) or katago (KataGo's PUCT on its utility, the "
-        "win-loss value plus a score term)",
+        default="katago",
+        help="katago (default: KataGo's PUCT on its utility, the win-loss value plus a "
+        "score term, with its analysis engine's wide root noise) or puct (AlphaGo Zero's)",
     )
     parser.add_argument(
         "--no-score-utility",
@@ -1553,10 +1773,32 @@ def register(commands) -> None:
     parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
     parser.add_argument(
         "--replay-cache",
-        type=_non_negative,
+        type=non_negative,
         default=1024,
         metavar="N",
         help="games kept after their replay: a query that extends one replays only its new "
         "moves (default 1024; 0 keeps none)",
     )
-    parser.set_defaults(run=cmd_analysis)
+    parser.add_argument(
+        "--warm-up",
+        type=boards,
+        default=[],
+        metavar="SIZE[:RULES],...",
+        help="compile ahead, before the ready line, the search of a query of the default "
+        "visits with ownership (KaTrain's) on these boards, e.g. 19:japanese,9 (rules: any "
+        "KataGo name; default chinese), so that the first queries are answered within their "
+        "maxTime",
+    )
+    parser.add_argument(
+        "--max-tree-visits",
+        type=positive,
+        default=MAX_TREE_VISITS,
+        metavar="N",
+        help="the most root visits one search's tree holds (its nodes are allocated, one a "
+        f"visit, when it is compiled; default {MAX_TREE_VISITS}): a query asking for more "
+        "is searched until the tree is full, its maxTime is up or it is terminated",
+    )
+    flags = tuple(_FLAGS_OF_OPTIONS.values())
+    parser.set_defaults(
+        run=cmd_analysis, flag_defaults={flag: parser.get_default(flag) for flag in flags}
+    )

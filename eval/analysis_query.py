@@ -21,14 +21,18 @@ import numpy as np
 from eval.engine import EngineError, rules_from_json, rules_json
 from eval.katago_names import KATAGO_SEARCH_FIELDS, KATAGO_SEARCH_SWITCHES
 from eval.players import keep_out
-from gojax import SetupError, place_stones
-from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
-from gojax._coords import gtp_to_action
-from gojax._game import handicap_stones
-from gojax._rules import RULE_PRESETS, get_rules
+from gojax import BLACK, RULE_PRESETS, WHITE, SetupError, get_rules, gtp_to_action, place_stones
+from gojax.games import MAX_SIZE, MIN_SIZE, handicap_stones
 
 REPORT_AS = ("BLACK", "WHITE", "SIDETOMOVE")
-MAX_VISITS = 1 << 16  # a visit budget is compiled into the search: keep programs sane
+# A query's visits: KataGo's bound (2^50). A search stops at the most its tree holds,
+# ``MAX_TREE_VISITS`` root visits by default (eval.analysis), or earlier at its maxTime or
+# a terminate; so "maxVisits": 10000000 (KaTrain's pondering) searches until one of them.
+MAX_VISITS = 1 << 50
+MAX_VISITS_TEXT = "2^50"
+# The most root visits one search tree holds (its nodes are allocated when it is compiled):
+# the analysis engine's default tree size, and GTP's bound on maxVisits.
+MAX_TREE_VISITS = 1 << 16
 MAX_KOMI = 400.0
 MAX_MOVES_PER_POINT = 4  # longest game record: 4 moves per point (1444 on 19x19)
 DEFAULT_PV_LENGTH = 15  # moves after the first, KataGo's analysisPVLen
@@ -88,6 +92,16 @@ _TOP_LEVEL_SETTINGS = {
     # KataGo's analysis engine sets the early temperature with it.
     "rootPolicyTemperature": ("rootPolicyTemperature", "rootPolicyTemperatureEarly"),
 }
+# Settings of KataGo's search that gojax's has not, and the value at which they ask for
+# nothing (KataGo's default): another value is not honoured, and the engine says so once
+# (``unsupported_notice``), not with every query.
+UNSUPPORTED_SETTINGS = {
+    "playoutDoublingAdvantage": (0.0, "gojax's search has no playout doubling advantage"),
+    "antiMirror": (False, "gojax's search has no anti-mirror play"),
+    "humanSLProfile": ("", "gojax runs no human SL model"),
+}
+_UNSUPPORTED_SUFFIX = "; analysed without it (said once)"
+
 _SETTINGS = {
     "maxVisits",
     "maxTime",
@@ -96,7 +110,36 @@ _SETTINGS = {
     "reportAnalysisWinratesAs",
     *KATAGO_SEARCH_FIELDS,
     *KATAGO_SEARCH_SWITCHES,
+    *UNSUPPORTED_SETTINGS,
 }  # overrideSettings
+
+
+def said_once(field: str, message: str) -> bool:
+    """Whether a query warning is one an engine gives once, to the first query that
+    earns it, not to every one: a setting it does not honour
+    (``UNSUPPORTED_SETTINGS``) or rules it replaces by the nearest preset."""
+    return field == "rules" or message.endswith(_UNSUPPORTED_SUFFIX)
+
+
+def _asks_for_nothing(name: str, value: Any) -> bool:
+    """Whether ``value`` of an unsupported setting is its default (JSON or text, as
+    KataGo's config reads it)."""
+    default = UNSUPPORTED_SETTINGS[name][0]
+    text = value if isinstance(value, str) else json.dumps(value)
+    text = text.strip().lower()
+    if isinstance(default, bool):
+        return text == str(default).lower()
+    if isinstance(default, float):
+        try:
+            return float(text) == default
+        except ValueError:
+            return False
+    return text in ("", '""')
+
+
+def unsupported_notice(name: str) -> str:
+    """The warning for a query that sets ``name`` of ``UNSUPPORTED_SETTINGS``."""
+    return f"{name} is not supported: {UNSUPPORTED_SETTINGS[name][1]}{_UNSUPPORTED_SUFFIX}"
 
 
 class QueryError(ValueError):
@@ -288,7 +331,8 @@ def parse_rules(value: Any) -> tuple[str, str, float, str | None]:
             komi, missing = _DEFAULT_KOMI.get(preset, 7.5), None
         warning = None
         if missing:
-            warning = f"Rules {value} not supported ({missing}), using {preset} instead"
+            # In one spelling (lower case, dashes), whatever the query's: said once.
+            warning = f"Rules {key} not supported ({missing}), using {preset} instead"
         return preset, bonus, komi, warning
     if not isinstance(value, dict):
         raise QueryError(
@@ -523,11 +567,15 @@ def without_foreign_settings(
 
 
 def _options(
-    request: dict, visits: int, report_as: str, warnings: list[tuple[str, str]]
+    request: dict,
+    visits: int,
+    report_as: str,
+    warnings: list[tuple[str, str]],
+    pv_length: int = DEFAULT_PV_LENGTH,
 ) -> tuple[int, int, str, float]:
     """``(visits, pv length, perspective, seconds)``: the query's fields over
     ``overrideSettings`` over the engine's defaults."""
-    budget_error = f"Must be an integer from 1 to {MAX_VISITS}"
+    budget_error = f"Must be an integer from 1 to {MAX_VISITS_TEXT}"
     pv_error = "Must be an integer from 1 to 1000"
     settings = request.get("overrideSettings", {})
     if not isinstance(settings, dict):
@@ -536,7 +584,9 @@ def _options(
     if unknown:
         message = f"Unknown or unsupported config params: {','.join(unknown)}"
         warnings.append(("overrideSettings", message))
-    pv_length = DEFAULT_PV_LENGTH
+    for name in sorted(UNSUPPORTED_SETTINGS.keys() & settings.keys()):
+        if not _asks_for_nothing(name, settings[name]):
+            warnings.append(("overrideSettings", unsupported_notice(name)))
     if "maxVisits" in settings:
         visits = _integer(settings["maxVisits"], "overrideSettings", 1, MAX_VISITS, budget_error)
     if "analysisPVLen" in settings:
@@ -588,7 +638,7 @@ def _avoid(request: dict, size: int) -> np.ndarray | None:
 
 
 def parse_query(
-    request: dict, *, visits: int, report_as: str
+    request: dict, *, visits: int, report_as: str, pv_length: int = DEFAULT_PV_LENGTH
 ) -> tuple[Query, list[tuple[str, str]]]:
     """Check one analysis query and return it with its ``(field, warning)`` list.
 
@@ -596,6 +646,7 @@ def parse_query(
       request: the decoded JSON object.
       visits: the visit budget when the query names none.
       report_as: the default perspective of reported numbers.
+      pv_length: the default moves of each principal variation after its first.
 
     Raises QueryError naming the field for anything that cannot be analysed.
     """
@@ -608,7 +659,9 @@ def parse_query(
     rules, komi, warning = _scoring(request, setup, moves, size)
     if warning:
         warnings.append(("rules", warning))
-    visits, pv_length, report_as, max_time = _options(request, visits, report_as, warnings)
+    visits, pv_length, report_as, max_time = _options(
+        request, visits, report_as, warnings, pv_length
+    )
     search = _search_settings(request)
     ignore_history = _ignore_history(request)
     include_ownership = _boolean(request, "includeOwnership")

@@ -40,21 +40,30 @@ import numpy as np
 
 from eval.engine_replay import SEGMENT, replay_moves
 from eval.players import Analysis, Player, _live, root_moves
-from gojax import EMPTY, SetupError, _game, place_stones, sgf
-from gojax._board import (
+from gojax import (
     BLACK,
-    MAX_SIZE,
-    MIN_SIZE,
+    EMPTY,
+    RULE_PRESETS,
     WHITE,
     GoState,
+    SetupError,
+    get_rules,
     handicap_points,
     legal_moves,
-    neighbor_table,
     new_game,
+    place_stones,
     play,
     score,
+    sgf,
 )
-from gojax._rules import RULE_PRESETS, get_rules
+from gojax.games import (
+    MAX_SIZE,
+    MIN_SIZE,
+    handicap_bonus,
+    neighbor_table,
+    result_string,
+    rules_of_record,
+)
 from gojax.katago_features import forget_history
 
 RESIGN = -1  # genmove's answer when the engine resigns
@@ -364,7 +373,7 @@ class Engine:
         return MOVES_PER_POINT * self.size * self.size
 
     def _new_state(self, board: np.ndarray, to_play: int) -> GoState:
-        komi = self.komi + _game.handicap_bonus(self.rules, self.handicap)
+        komi = self.komi + handicap_bonus(self.rules, self.handicap)
         return new_game(
             self.size,
             komi=komi,
@@ -887,7 +896,7 @@ class Engine:
 
     def final_score(self) -> str:
         """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0``, dead stones removed."""
-        return _game.result_string(self.margin(self.dead_stones()))
+        return result_string(self.margin(self.dead_stones()))
 
     def final_status(self, status: str) -> list[int]:
         """Points of the stones with ``status`` (``alive``, ``dead``, ``seki``).
@@ -939,7 +948,7 @@ class Engine:
             raise EngineError("unacceptable size")
         if any(n.add_black or n.add_white or n.add_empty for n in record.nodes):
             raise EngineError("setup stones after the first node are not supported")
-        rules = _game.rules_of_record(record, default=self.rules)
+        rules = rules_of_record(record, default=self.rules)
         stones = [(BLACK, p) for p in record.setup_black] + [(WHITE, p) for p in record.setup_white]
         try:
             board = place_stones(record.size, stones + [(EMPTY, p) for p in record.setup_empty])

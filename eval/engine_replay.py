@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import GoState, legal_moves, play
+from gojax import GoState, legal_moves, play
 
 SEGMENT = 32  # moves a compiled scan plays: one program serves every game length
 

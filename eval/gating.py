@@ -1,43 +1,26 @@
-"""Gating: does a new network replace the best one? AlphaGo Zero's 55% rule.
-
-AlphaGo Zero (Silver et al. 2017) evaluated each checkpoint against the
-current best player over 400 games and promoted it only if it won more than
-55% of them, so that the self-play data come from a player that is better and
-not just luckier. :func:`gate` is that rule over :func:`eval.arena.play_games`::
+"""Gating for any two players: AlphaGo Zero's 55% rule (``train.gating``) over
+:func:`eval.arena.play_games`, so that a GTP program (GnuGo, KataGo) may be the
+candidate or the best player::
 
     result = gate(candidate, best, key, num_games=400, size=19, komi=7.5)
     if result.promoted:
         best = candidate
 
+Two JAX agents play the batched arena, as ``train.gating.gate`` plays them.
 Draws count half. ``ci95`` is the Wilson interval of the win rate, for a
 caller who wants significance as well (``result.ci95[0] > 0.5``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import jax
 
-from eval.arena import Agent, ArenaResult, GTPAgent, play_games
+from eval.arena import Agent, GTPAgent, play_games
+from train.gating import GateResult, check_threshold, decide
 
 __all__ = ["GateResult", "gate"]
-
-
-@dataclasses.dataclass(frozen=True)
-class GateResult:
-    """The candidate's games against the best player and the decision."""
-
-    promoted: bool  # win_rate > threshold
-    win_rate: float  # the candidate's, draws half
-    ci95: tuple[float, float]  # Wilson interval of win_rate
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    threshold: float
-    result: ArenaResult  # the games, from the candidate's view
 
 
 def gate(
@@ -60,18 +43,5 @@ def gate(
         ``opening_moves``, ``resign_threshold``, ``batch_size``, ``mesh``,
         ``sgf_dir``.
     """
-    if not 0.0 < threshold < 1.0:
-        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
-    result = play_games(candidate, best, key, num_games=num_games, **arena)
-    summary = result.summary()
-    return GateResult(
-        promoted=summary["win_rate"] > threshold,
-        win_rate=summary["win_rate"],
-        ci95=summary["ci95"],
-        games=summary["games"],
-        wins=summary["wins"],
-        draws=summary["draws"],
-        losses=summary["losses"],
-        threshold=threshold,
-        result=result,
-    )
+    check_threshold(threshold)
+    return decide(play_games(candidate, best, key, num_games=num_games, **arena), threshold)

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -42,8 +42,8 @@ from eval.engine import (
     rules_json,
 )
 from eval.players import Analysis, keep_out, knows_ownership, model_info
-from gojax._board import BLACK, MAX_SIZE, MIN_SIZE, WHITE
-from gojax._coords import action_to_gtp, gtp_to_action
+from gojax import BLACK, WHITE, action_to_gtp, gtp_to_action
+from gojax.games import MAX_SIZE, MIN_SIZE
 
 NAME = "gojax"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -875,7 +875,7 @@ class GTPServer:
                 raise GTPError("syntax error")
             name = rules_from_json(fields)
         else:
-            from gojax._rules import get_rules
+            from gojax import get_rules
 
             try:
                 name = get_rules(text).name
@@ -1102,9 +1102,40 @@ def _rollout_weights(args: argparse.Namespace):
     return load(args.rollout_policy)
 
 
+# gojax gtp's flags that a KataGo config's keys set too (eval.katago_config.gtp_options):
+# a key sets one only where it was left at its default.
+_KATAGO_FLAGS = ("visits", "rules", "lag", "resign_threshold")
+
+
+def _katago_form(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
+    """``args`` with KataGo's command line (``-config``, ``-override-config``,
+    ``-human-model``) folded in, and what of it ``eval.katago_config`` took (None
+    without it): the flags it sets, the parameters to set once the engine is made."""
+    from eval import katago_config
+
+    config = getattr(args, "config", None)
+    overrides = getattr(args, "katago_overrides", None)
+    human = getattr(args, "human_model", None)
+    if not (config or overrides or human):
+        return args, None
+    mapped = katago_config.gtp_options(katago_config.read_settings(config, overrides))
+    defaults = getattr(args, "flag_defaults", {})
+    changed = {
+        flag: value
+        for flag, value in mapped.options.items()
+        if getattr(args, flag) == defaults.get(flag, getattr(args, flag))
+    }
+    if human:
+        mapped.not_supported("-human-model", "no human SL model")
+    return argparse.Namespace(**vars(args) | changed), mapped
+
+
 def make_engine(args: argparse.Namespace) -> Engine:
-    """The engine ``gojax gtp`` runs, from its parsed flags."""
-    from eval import players
+    """The engine ``gojax gtp`` runs, from its parsed flags (and KataGo's command line:
+    ``-config FILE -override-config ...``, ``eval.katago_config``)."""
+    from eval import katago_config, players
+
+    args, katago = _katago_form(args)
 
     if args.rollout_policy and args.player in ("policy", "uniform"):
         raise ValueError("--rollout-policy plays rollouts: use it with --player uct or search")
@@ -1175,6 +1206,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
     if sizes is not None and size not in sizes:
         raise ValueError(f"{player.name} plays only on {' or '.join(map(str, sizes))}x boards")
     settings = gtp_params.settings_from_text(args.override_config or "")
+    later = bool(settings) or bool(katago and katago.settings)
     engine = Engine(
         player,
         size=size,
@@ -1184,11 +1216,18 @@ def make_engine(args: argparse.Namespace) -> Engine:
         resign_threshold=args.resign_threshold,
         lag=args.lag,
         seed=args.seed,
-        warm=not settings,
+        warm=not later,
     )
-    if settings:  # then warmed once, as set
+    if katago is not None:  # the config's parameters this player honours; the flag's win
+        settings = katago_config.gtp_parameters(katago, gtp_params.names(engine)) | settings
+    if settings:
         gtp_params.set_params(engine, settings, warm=False)
+    if later:  # then warmed once, as set
         engine.warm_again()
+    if katago is not None:
+        ignored = katago_config.ignored_line("gtp", getattr(args, "config", None), katago)
+        if ignored:
+            print(ignored, file=sys.stderr, flush=True)
     return engine
 
 
@@ -1211,11 +1250,14 @@ def cmd_gtp(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``gtp`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
-    from gojax._rules import RULE_PRESETS
-    from gojax.cli import _fraction, _positive, _symmetry_arg
+    from eval.arguments import fraction, positive, symmetry_arg
+    from gojax import RULE_PRESETS
 
     gtp = commands.add_parser("gtp", help="play and analyse over GTP (Sabaki, Lizzie, GoGui)")
-    gtp.add_argument("--model", help="a KataGo model file (.bin.gz)")
+    gtp.add_argument("--model", "-model", help="a KataGo model file (.bin.gz)")
+    from eval.katago_config import add_katago_arguments
+
+    add_katago_arguments(gtp)
     gtp.add_argument(
         "--checkpoint", help="a gojax train workdir: play its newest (or --step) network"
     )
@@ -1228,10 +1270,10 @@ def register(commands) -> None:
         "uct: classical UCT with --visits random playouts, no network; "
         "uniform: random moves; auto (default): search when --visits > 1, else policy",
     )
-    gtp.add_argument("--visits", type=_positive, default=1, help="search visits per move")
+    gtp.add_argument("--visits", type=positive, default=1, help="search visits per move")
     gtp.add_argument(
         "--leaf-batch",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="K",
         help="--player search: leaves evaluated per network call, K descents of the tree "
@@ -1239,7 +1281,7 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--ponder-visits",
-        type=_positive,
+        type=positive,
         default=None,
         help="--player search or uct: the root visits lz-analyze/kata-analyze grow their "
         "search to (default: 16 moves' visits, at least 256); the tree holds one node a visit",
@@ -1285,7 +1327,7 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--gumbel-considered",
-        type=_positive,
+        type=positive,
         default=None,
         help="--search gumbel: root moves searched by sequential halving (default: a quarter "
         "of --visits, 2 to 16); with no more visits than this, each visit goes to a "
@@ -1293,13 +1335,13 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--rollout-lambda",
-        type=_fraction,
+        type=fraction,
         default=0.0,
         help="--player search: value leaves as AlphaGo did, (1 - lambda) * network value + "
         "lambda * mean of --rollouts random games (AlphaGo: 0.5; default 0: the network alone)",
     )
     gtp.add_argument(
-        "--rollouts", type=_positive, default=1, help="random games per leaf (--rollout-lambda)"
+        "--rollouts", type=positive, default=1, help="random games per leaf (--rollout-lambda)"
     )
     gtp.add_argument(
         "--rollout-policy",
@@ -1333,23 +1375,25 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--symmetry",
-        type=_symmetry_arg,
+        type=symmetry_arg,
         default=None,
         help="0..7, random or average (default: average for policy, random for search)",
     )
     gtp.add_argument("--lag", type=float, default=1.0, help="seconds kept back per timed move")
     gtp.add_argument("--seed", type=int, default=0)
-    gtp.set_defaults(run=cmd_gtp)
+    gtp.set_defaults(
+        run=cmd_gtp, flag_defaults={flag: gtp.get_default(flag) for flag in _KATAGO_FLAGS}
+    )
 
 
 def add_policy_optimism_arguments(parser: argparse.ArgumentParser) -> None:
     """``--root-policy-optimism`` and ``--policy-optimism`` (``gojax gtp`` and ``analysis``)."""
     from eval import players
-    from gojax.cli import _fraction
+    from eval.arguments import fraction
 
     parser.add_argument(
         "--root-policy-optimism",
-        type=_fraction,
+        type=fraction,
         default=None,
         help="mix of the optimistic policy (KataGo model versions >= 12) into the root's "
         f"prior and the reported policy (default: KataGo's "
@@ -1357,7 +1401,7 @@ def add_policy_optimism_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--policy-optimism",
-        type=_fraction,
+        type=fraction,
         default=None,
         help="the same below the root (default: KataGo's "
         f"{players.KATAGO_POLICY_OPTIMISM:g} for such nets, 0 for others)",

@@ -56,7 +56,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from eval.analysis_query import MAX_VISITS
+from eval.analysis_query import MAX_TREE_VISITS
 from eval.engine import DELAY_MOVE_MAX, Engine
 from eval.katago_names import KATAGO_SEARCH_FIELDS, KATAGO_SEARCH_SWITCHES
 from eval.players import SearchPlayer
@@ -117,9 +117,9 @@ PARAMS: dict[str, Param] = {
     # A genmove's answer waits a human-like time (eval.engine.move_delay; KataGo's ranges).
     "delayMoveScale": Param(_number(0.0, 10000.0), kinds=()),
     "delayMoveMax": Param(_number(0.0, DELAY_MOVE_MAX), kinds=()),
-    "maxVisits": Param(_integer(1, MAX_VISITS)),
+    "maxVisits": Param(_integer(1, MAX_TREE_VISITS)),
     "maxTime": Param(_number(0.0, NO_TIME_LIMIT)),
-    "maxVisitsPondering": Param(_integer(1, MAX_VISITS)),
+    "maxVisitsPondering": Param(_integer(1, MAX_TREE_VISITS)),
     "maxTimePondering": Param(_number(0.0, NO_TIME_LIMIT)),
     "useLcbForSelection": Param(_boolean, "lcb_selection", ("puct", "katago", "uct")),
     **{

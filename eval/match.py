@@ -37,7 +37,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import math
 import os
 import re
 import shlex
@@ -49,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.arguments import positive
 from eval.gtp_client import (
     EngineDied,
     EngineError,
@@ -58,13 +58,21 @@ from eval.gtp_client import (
     GTPEngine,
     split_command,
 )
-from gojax import sgf
-from gojax._atomic import DamagedFileWarning, write_atomic
-from gojax._board import BLACK, legal_moves, new_game, play, score
-from gojax._coords import action_to_gtp, gtp_to_action
-from gojax._game import record_from_actions, result_string
-from gojax._rules import RULE_PRESETS, get_rules
-from gojax.cli import _positive
+from gojax import (
+    BLACK,
+    RULE_PRESETS,
+    action_to_gtp,
+    get_rules,
+    gtp_to_action,
+    legal_moves,
+    new_game,
+    play,
+    score,
+    sgf,
+)
+from gojax.atomic import DamagedFileWarning, write_atomic
+from gojax.games import record_from_actions, result_string
+from train.arena import wilson_interval
 
 __all__ = [
     "GameResult",
@@ -93,32 +101,6 @@ KGS_RULES = {
     "new-zealand": "new_zealand",
     "japanese": "japanese",
 }
-
-
-# ---------------------------------------------------------------------------- statistics
-
-
-def wilson_interval(successes: float, trials: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval for a success rate (95% for the default ``z``).
-
-    Draws may be counted as half a success. With no trials the interval is
-    ``(0, 1)``.
-
-    >>> lo, hi = wilson_interval(5, 10)
-    >>> round(lo, 4), round(hi, 4)
-    (0.2366, 0.7634)
-    """
-    if trials <= 0:
-        return 0.0, 1.0
-    p = successes / trials
-    z2 = z * z
-    denominator = 1 + z2 / trials
-    centre = (p + z2 / (2 * trials)) / denominator
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
-    # At p = 0 or 1 the bound is exactly 0 or 1; say so instead of 1 - 1e-16.
-    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
-    hi = 1.0 if successes >= trials else min(1.0, centre + half)
-    return lo, hi
 
 
 # ---------------------------------------------------------------------------- data
@@ -984,7 +966,7 @@ def register(commands) -> None:
     )
     match.add_argument("--engine-a", required=True, metavar="CMD", help="engine A's command line")
     match.add_argument("--engine-b", required=True, metavar="CMD", help="engine B's command line")
-    match.add_argument("--games", type=_positive, default=2, help="games to play (default 2)")
+    match.add_argument("--games", type=positive, default=2, help="games to play (default 2)")
     match.add_argument("--size", type=int, default=9, help="board side, 2..19 (default 9)")
     match.add_argument("--komi", type=float, default=7.5)
     match.add_argument("--rules", choices=sorted(RULE_PRESETS), default="tromp-taylor")
@@ -993,9 +975,7 @@ def register(commands) -> None:
     match.add_argument(
         "--time", type=_time_arg, metavar="MAIN:BYO:STONES", help="GTP time_settings, in seconds"
     )
-    match.add_argument(
-        "--max-moves", type=_positive, help="move cap, then score (default 2*size^2)"
-    )
+    match.add_argument("--max-moves", type=positive, help="move cap, then score (default 2*size^2)")
     match.add_argument(
         "--move-timeout",
         type=_positive_float,

@@ -32,7 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE
-from gojax._board import BLACK, GoState, legal_moves, play
+from gojax import BLACK, GoState, legal_moves, play
+from gojax.evaluate import KATAGO_POLICY_OPTIMISM, KATAGO_ROOT_POLICY_OPTIMISM
 
 # A callback that receives intermediate analyses while a search runs.
 Progress = Callable[["Analysis"], None]
@@ -46,13 +47,6 @@ PONDER_PARTS = 16
 # A search that may be stopped (``analyze``'s ``stop``: KataGo's ``_cancellable``
 # commands) runs in this many parts, and looks for the stop between them.
 STOPPABLE_PARTS = 16
-
-
-# KataGo's search settings for nets with an optimistic policy head (model version >= 12)
-# in its GTP and analysis engines: the prior mixes in that head, a little at the root
-# (rootPolicyOptimism) and fully below it (policyOptimism). See gojax.nn.KataGoNet.
-KATAGO_ROOT_POLICY_OPTIMISM = 0.2
-KATAGO_POLICY_OPTIMISM = 1.0
 
 
 def model_info(model: Any, *, max_batch_size: int) -> dict[str, Any]:
@@ -1314,7 +1308,7 @@ def search_analysis(
 
     @functools.cache
     def moves_ownership() -> tuple[np.ndarray, np.ndarray]:
-        from gojax._tree_reuse import subtree_ownership
+        from gojax.search import subtree_ownership
 
         means, stdevs = subtree_ownership(host.tree, index, listed)  # Black's view
         # A move never searched: the network's view of the position after it.
@@ -1357,8 +1351,12 @@ def _symmetric_copies(
     principal variation carried over and ``symmetry_of`` set), each move once and none
     the root kept out (``root_logits [A]`` illegal), as KataGo lists them; and their
     ``moves_ownership``, each copy's map carried over likewise."""
-    from gojax._root_symmetry import symmetric_moves, transform_actions, transform_point_values
-    from gojax.search import ILLEGAL_THRESHOLD
+    from gojax.search import (
+        ILLEGAL_THRESHOLD,
+        symmetric_moves,
+        transform_actions,
+        transform_point_values,
+    )
 
     size = math.isqrt(len(root_logits) - 1)
     allowed = np.asarray(root_logits) > ILLEGAL_THRESHOLD

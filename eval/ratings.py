@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gojax._atomic import atomic_file
+from gojax.atomic import atomic_file
 
 __all__ = ["PairCounts", "Rating", "fit_ratings", "pair_counts", "plot_ratings", "ratings_table"]
 

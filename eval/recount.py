@@ -24,7 +24,7 @@ from pathlib import Path
 from eval.gtp_client import EngineError, GTPEngine
 from eval.match import MatchResult, count_game, read_match
 from gojax import sgf
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 
 RECOUNT_FILE = "recount.jsonl"
 

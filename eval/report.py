@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 
 __all__ = [
     "Rendered",

@@ -60,10 +60,10 @@ from typing import Any
 
 import ml_collections
 
+from eval.arguments import positive
 from eval.gtp_client import split_command
 from gojax import get_rules
-from gojax._atomic import DamagedFileWarning, write_atomic
-from gojax.cli import _positive
+from gojax.atomic import DamagedFileWarning, write_atomic
 from train.config_checks import (
     KeyRanges,
     bad_value,
@@ -1049,7 +1049,7 @@ def register(commands) -> None:
     parser.add_argument("--config", required=True, help="a Python sweep config with get_config()")
     parser.add_argument("--workdir", required=True, help="cells, results, plots (resumable)")
     parser.add_argument(
-        "--max-cells", type=_positive, default=None, help="stop after this many new cells"
+        "--max-cells", type=positive, default=None, help="stop after this many new cells"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(run=cmd_sweep, overrides=[])

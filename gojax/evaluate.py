@@ -60,6 +60,12 @@ PLANE_ENCODERS = {AGZ: agz_planes, ALPHAGO: alphago_planes}
 # Outputs that are maps over the board and must be mapped back through the symmetry.
 _BOARD_OUTPUTS = ("policy_logits", "ownership")
 
+# KataGo's search settings for nets with an optimistic policy head (model version >= 12)
+# in its GTP and analysis engines: the prior mixes in that head, a little at the root
+# (rootPolicyOptimism) and fully below it (policyOptimism). See gojax.nn.KataGoNet.
+KATAGO_ROOT_POLICY_OPTIMISM = 0.2
+KATAGO_POLICY_OPTIMISM = 1.0
+
 
 def has_score_head(version: Any) -> bool:
     """Whether nets of this ``version`` predict a score (KataGo's do; AlphaGo Zero's and

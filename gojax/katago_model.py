@@ -53,7 +53,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.katago_outputs import VERSIONS, OutputSpec, score_channels
 from gojax.nn import (
     BN_EPSILON,

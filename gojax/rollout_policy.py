@@ -42,8 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._atomic import write_atomic
 from gojax._board import _OFF_BOARD, EMPTY, GoState
+from gojax.atomic import write_atomic
 
 __all__ = [
     "NUM_PATTERNS",

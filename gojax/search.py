@@ -98,6 +98,7 @@ from gojax._board import WHITE, GoState, legal_moves, play
 from gojax._board import score as final_score
 from gojax._features import agz_planes
 from gojax._moves import sensible_moves
+from gojax._root_symmetry import symmetric_moves, transform_actions, transform_point_values
 from gojax._tree_reuse import (
     ILLEGAL_LOGIT,
     ILLEGAL_THRESHOLD,
@@ -129,6 +130,9 @@ __all__ = [
     "show_roots",
     "subtree_ownership",
     "subtree_score_distributions",
+    "symmetric_moves",
+    "transform_actions",
+    "transform_point_values",
     "tree_ownership",
     "tree_ownership_stdev",
     "uniform_evaluator",

@@ -18,7 +18,7 @@ from gojax._xla_flags import fast_cpu_compiles
 # XLA_FLAGS=--xla_backend_optimization_level=2 runs the tests as users' programs compile.
 fast_cpu_compiles()
 
-from gojax import cli  # noqa: E402
+from eval import cli  # noqa: E402
 
 # One persistent XLA compilation cache for the whole test run, shared by the pytest
 # workers and the gojax commands tests start as subprocesses: many tests compile the

@@ -1256,7 +1256,7 @@ def test_gojax_analysis_subprocess_session():
     ]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, "-m", "gojax.cli", "analysis", "--model", str(model_path)]
+        [sys.executable, "-m", "eval.cli", "analysis", "--model", str(model_path)]
         + ["--symmetry", "0", "--batch-size", "4"],
         input="".join(line + "\n" for line in lines),
         capture_output=True,
@@ -1285,7 +1285,7 @@ def test_gojax_analysis_pipe_answers_an_urgent_query_before_the_rest_of_a_game()
     game["analyzeTurns"] = turns
     urgent = query(id="urgent", priority=1)
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    command = [sys.executable, "-m", "gojax.cli", "analysis", "--model"]
+    command = [sys.executable, "-m", "eval.cli", "analysis", "--model"]
     command += [str(reference_path("katago", MODEL)), "--symmetry", "0", "--batch-size", "1"]
     command += ["--visits", "48"]
     with subprocess.Popen(
@@ -1313,7 +1313,7 @@ def test_gojax_analysis_pipe_answers_an_urgent_query_before_the_rest_of_a_game()
 def test_gojax_analysis_bad_model_exits_2(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, "-m", "gojax.cli", "analysis", "--model", str(tmp_path / "none.bin.gz")],
+        [sys.executable, "-m", "eval.cli", "analysis", "--model", str(tmp_path / "none.bin.gz")],
         input="",
         capture_output=True,
         text=True,

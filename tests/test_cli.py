@@ -5,7 +5,8 @@ import json
 import pytest
 from reference import reference_path
 
-from gojax import cli, sgf
+from eval import cli
+from gojax import sgf
 
 
 def run(capsys, *argv):

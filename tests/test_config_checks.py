@@ -18,8 +18,8 @@ from test_train_loop import TINY, tiny_config
 
 import train.loop as loop
 from eval import sweep
+from eval.cli import main
 from eval.sweep import SWEEP_RANGES
-from gojax.cli import main
 from train import policy_gradient, rollout_policy, supervised, value_network
 from train.checkpoint import Checkpointer
 from train.config_checks import (
@@ -264,7 +264,7 @@ def test_the_command_line_refuses_before_starting_anything(argv, key, tmp_path):
     workdir = tmp_path / "run"
     env = dict(os.environ, GOJAX_CACHE="")
     done = subprocess.run(
-        [sys.executable, "-m", "gojax.cli", *argv, "--workdir", str(workdir)],
+        [sys.executable, "-m", "eval.cli", *argv, "--workdir", str(workdir)],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_train_loop import tiny_config
 
-from gojax.cli import main
+from eval.cli import main
 from train.checkpoint import Checkpointer
 from train.continuation import resolve_checkpoint
 from train.learner import abstract_train_state

@@ -13,7 +13,7 @@ from boards import play_moves, position
 from reference import reference_path
 
 import gojax
-from gojax import cli
+from eval import cli
 from gojax._game import handicap_bonus, state_from_moves
 from gojax._verify_net import verify_net_file
 from gojax.evaluate import check_symmetry, evaluate

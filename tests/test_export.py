@@ -13,8 +13,8 @@ import pytest
 from test_train_loop import tiny_config
 
 import gojax
+from eval.cli import main
 from eval.trained_model import load_trained_model
-from gojax.cli import main
 from gojax.katago_model import load_model
 from train import export
 from train.checkpoint import RunVariables

@@ -1343,7 +1343,7 @@ def test_gojax_gtp_subprocess_session():
     session = "boardsize 9\nclear_board\ngenmove b\nplay w C3\ngenmove b\nfinal_score\nquit\n"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model), "--size", "9"],
+        [sys.executable, "-m", "eval.cli", "gtp", "--model", str(model), "--size", "9"],
         input=session,
         capture_output=True,
         text=True,
@@ -1367,7 +1367,7 @@ def test_gojax_gtp_bad_model_exits_2(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for model in (bad, tmp_path / "missing.bin.gz"):
         done = subprocess.run(
-            [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model)],
+            [sys.executable, "-m", "eval.cli", "gtp", "--model", str(model)],
             input="",
             capture_output=True,
             text=True,
@@ -1385,9 +1385,9 @@ def test_search_with_alphagos_mixed_leaf_value():
     net, not sure of anything); the flag reaches the player from the command line."""
     import jax
 
+    from eval.cli import build_parser
     from eval.players import SearchPlayer
     from eval.trained_model import TrainedModel
-    from gojax.cli import build_parser
     from train import model as model_lib
 
     spec = model_lib.ModelSpec("alphago_tiny")

@@ -26,6 +26,7 @@ import jax
 import pytest
 
 import gojax
+from eval import cli
 from eval.gtp_client import (
     EngineDied,
     EngineError,
@@ -35,8 +36,8 @@ from eval.gtp_client import (
     GTPEngine,
 )
 from eval.match import MatchConfig, format_table, read_results, run_match, wilson_interval
-from gojax import cli, sgf
-from gojax._atomic import DamagedFileWarning
+from gojax import sgf
+from gojax.atomic import DamagedFileWarning
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -455,7 +456,7 @@ def test_a_damaged_game_is_played_again_on_resume(fake, tmp_path, capsys, monkey
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0], lines[1][: len(lines[1]) // 2], lines[2]]) + "\n")
     argv = [
-        sys.executable, "-m", "gojax.cli", "match", "--engine-a", fake, "--engine-b", fake,
+        sys.executable, "-m", "eval.cli", "match", "--engine-a", fake, "--engine-b", fake,
         "--games", "3", "--komi", "0.5", "--out", str(tmp_path),
     ]  # fmt: skip
     env = dict(os.environ, GOJAX_CACHE="")
@@ -482,7 +483,7 @@ def test_other_settings_in_the_same_folder_are_refused(fake, tmp_path):
 def test_resume_after_kill_plays_exactly_the_missing_games(fake, tmp_path):
     out = tmp_path / "resume"
     argv = [
-        sys.executable, "-m", "gojax.cli", "match",
+        sys.executable, "-m", "eval.cli", "match",
         "--engine-a", f"{fake} --delay 0.3", "--engine-b", f"{fake} --delay 0.3",
         "--games", "3", "--out", str(out),
     ]  # fmt: skip
@@ -687,7 +688,7 @@ def test_our_engine_vs_gnugo(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GOJAX_CACHE", "")  # as the other CLI tests: no persistent XLA cache
     model = reference_path("katago", "g170-b6c96-s175395328-d26788732.bin.gz")
-    ours = [sys.executable, "-m", "gojax.cli", "gtp", "--model", str(model), "--visits", "1"]
+    ours = [sys.executable, "-m", "eval.cli", "gtp", "--model", str(model), "--visits", "1"]
     config = MatchConfig(
         engine_a=shlex.join(ours), engine_b=f"{shlex.quote(gnugo)} --mode gtp --level 0",
         games=1, size=9, komi=7, rules="chinese", out=tmp_path, name_a="gojax",

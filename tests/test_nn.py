@@ -750,7 +750,7 @@ def test_fast_cpu_compiles_unless_a_level_is_chosen():
 _CONV_PROGRAM = """
 import sys
 import jax, jax.numpy as jnp
-from gojax import cli
+from eval import cli
 assert cli.main(["show", sys.argv[1]]) == 0  # computes: the backend starts inside main
 conv = jax.jit(lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME"))
 text = conv.lower(jnp.ones((16, 64, 19, 19)), jnp.ones((64, 64, 3, 3))).compile().as_text()

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from eval import cli
 from eval.trained_model import load_trained_model
-from gojax import cli
 from train import model as model_lib
 from train.learner import LearnerConfig, create_train_state
 from train.loop import apply_overrides

@@ -198,7 +198,7 @@ def test_analysis_reports_the_roots_policy_with_optimism(net_file):
 
 
 def test_analyze_shows_the_policy_with_katagos_root_optimism(net_file, tmp_path, capsys):
-    from gojax.cli import main
+    from eval.cli import main
 
     record = tmp_path / "game.sgf"
     record.write_text("(;GM[1]SZ[5]KM[0.5]RU[Chinese];B[cc];W[bd])")

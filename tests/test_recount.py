@@ -16,9 +16,9 @@ from test_match import WALL_GAME as MOVES
 from test_match import _gnugo as gnugo_path
 
 import gojax
+from eval import cli
 from eval.match import GameResult, parse_final_score, read_match
 from eval.recount import RECOUNT_FILE, Recount, recount_match, win_rate_a
-from gojax import cli
 
 
 def _gnugo() -> str:

@@ -204,7 +204,7 @@ def test_replies_are_the_same_with_and_without_the_cache_and_clear_cache_empties
 
 @pytest.mark.parametrize("value", ["-1", "many"])
 def test_a_bad_replay_cache_size_is_a_usage_error(value, capsys):
-    from gojax.cli import main
+    from eval.cli import main
 
     with pytest.raises(SystemExit) as stop:
         main(["analysis", "--model", "net.bin.gz", "--replay-cache", value])

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from eval import cli
 from eval.report import (
     ResultEntry,
     bench_markdown,
@@ -14,8 +15,7 @@ from eval.report import (
     replace_blocks,
 )
 from eval.value_mse import ValueMSEConfig, ValueMSEResult, load_json, mse_by_bucket, save_json
-from gojax import cli
-from gojax._atomic import DamagedFileWarning
+from gojax.atomic import DamagedFileWarning
 
 PNG = b"\x89PNG\r\n\x1a\n"
 BEFORE = "# Notes\n\nHand-written text before.\n\n"

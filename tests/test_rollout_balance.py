@@ -138,7 +138,7 @@ def test_unknown_config_keys_are_named():
 
 @pytest.mark.slow
 def test_balance_rollout_command_writes_a_policy_and_resumes(tmp_path, capsys):
-    from gojax import cli
+    from eval import cli
 
     model = reference_path("katago", MODEL)
     sgf_dir = reference_path("sgf", "katago-9x9")

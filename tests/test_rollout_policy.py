@@ -276,7 +276,7 @@ def test_training_learns_to_answer_locally_and_resumes(games, tmp_path):
 
 
 def test_train_rollout_command(games, tmp_path, capsys):
-    from gojax import cli
+    from eval import cli
 
     config = tmp_path / "rollout.py"
     config.write_text(

@@ -20,9 +20,9 @@ from test_selfplay import area_value
 from test_train_loop import tiny_config
 
 import gojax
+from eval.cli import main
 from eval.players import policy_optimism
 from eval.trained_model import load_trained_model
-from gojax.cli import main
 from gojax.evaluate import evaluate
 from gojax.katago_model import load_model
 from gojax.search import SearchConfig

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from eval.cli import main
 from eval.sweep import (
     Cell,
     _Agents,
@@ -26,8 +27,7 @@ from eval.sweep import (
     read_cell,
     run_sweep,
 )
-from gojax._atomic import DamagedFileWarning
-from gojax.cli import main
+from gojax.atomic import DamagedFileWarning
 from train.checkpoint import Checkpointer, checkpoint_steps, restore_variables
 from train.learner import create_train_state
 from train.loop import apply_overrides, config_to_json, learner_config

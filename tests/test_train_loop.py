@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from subprocesses import free_port, host_devices_flags, wait_all
 
-from gojax.cli import build_parser, main
+from eval.cli import build_parser, main
 from train.checkpoint import Checkpointer
 from train.evaluation import capture_agent, play_arena, random_agent, wilson_interval
 from train.loop import (
@@ -158,7 +158,7 @@ def test_kill_9_then_restart_continues_exactly(tmp_path):
     config_file = tmp_path / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
     workdir = tmp_path / "killed"
-    command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
+    command = [sys.executable, "-m", "eval.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(workdir), *TINY, "--config.eval.num_games=0"]
     command += ["--config.train.total_steps=1000"]  # train.* may differ on resume
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -201,7 +201,7 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
     env["XLA_FLAGS"] = host_devices_flags(2)
     env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "gojax.cli", "train", "--config", str(config_file)]
+    command = [sys.executable, "-m", "eval.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
     command += ["--config.learner.param_sharding=fsdp", "--config.learner.fsdp_min_size=64"]
     command += ["--config.eval.every_iterations=1"]
@@ -265,12 +265,12 @@ def test_overrides():
 
 def gated_search(monkeypatch, config):
     """The ``SearchConfig`` the learner's network plays with in ``config``'s gating."""
-    import eval.gating
+    import train.gating
     import train.loop
 
     seen = []
-    monkeypatch.setattr(eval.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
-    monkeypatch.setattr("eval.arena.search_agent", lambda spec, params, cfg, name: (name, cfg))
+    monkeypatch.setattr(train.gating, "gate", lambda a, b, *args, **kw: seen.append(a[1]))
+    monkeypatch.setattr("train.agents.search_agent", lambda spec, params, cfg, name: (name, cfg))
     train.loop.gate_candidate(config, {}, {}, jax.random.key(0))
     return seen[0]
 

@@ -12,6 +12,7 @@ import pytest
 from boards import position
 from reference import reference_path
 
+from eval import cli
 from eval.value_mse import (
     bucket_label,
     bucket_of,
@@ -20,7 +21,7 @@ from eval.value_mse import (
     rollout_outcomes,
     sample_positions,
 )
-from gojax import cli, rollout_policy
+from gojax import rollout_policy
 
 MODEL = "g170-b6c96-s175395328-d26788732.bin.gz"
 

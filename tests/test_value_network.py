@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import gojax
+from eval import cli
 from eval.trained_model import load_trained_model
-from gojax import cli
 from train import model as model_lib
 from train.checkpoint import Checkpointer
 from train.learner import LearnerConfig, create_train_state

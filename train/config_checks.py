@@ -26,7 +26,7 @@ from typing import Any
 import ml_collections
 
 from gojax import get_rules
-from gojax._coords import MAX_SIZE, MIN_SIZE
+from gojax.games import MAX_SIZE, MIN_SIZE
 
 __all__ = [
     "LEARNER_RANGES",

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from train.checkpoint import Checkpointer, Restored
 
 __all__ = [

@@ -1,8 +1,9 @@
-"""The training loop's view of the arena (``eval.arena``): the same agents and games.
+"""The training loop's view of the arena (``train.arena``): the same agents and games.
 
-Kept for the names the loop and its tests import; everything is
-``eval.arena``'s. An agent is an ``eval.arena.Agent`` (a jittable policy
-over ``[B]`` states with one key per game, plus its parameters)::
+Kept for the names the loop and its tests import; everything but
+:func:`search_agent`'s signature is ``train.arena``'s and ``train.agents``'.
+An agent is a ``train.arena.Agent`` (a jittable policy over ``[B]`` states
+with one key per game, plus its parameters)::
 
     net = search_agent(spec, module, variables, SearchConfig(num_simulations=32))
     result = play_arena(net, random_agent(), key, size=9, num_games=64)
@@ -13,18 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval import arena
-from eval.arena import (
-    GAMES_AXIS,
-    Agent,
-    ArenaResult,
-    capture_agent,
-    play_arena,
-    random_agent,
-    uct_agent,
-)
-from eval.match import wilson_interval
 from gojax.search import SearchConfig
+from train import agents
+from train.agents import capture_agent, random_agent, uct_agent
+from train.arena import GAMES_AXIS, Agent, ArenaResult, play_arena, wilson_interval
 from train.model import ModelSpec
 
 __all__ = [
@@ -48,4 +41,4 @@ def search_agent(spec: ModelSpec, module: Any, variables: Any, config: SearchCon
     checkpoint of one net shares the compiled arena.
     """
     del module
-    return arena.search_agent(spec, variables, config)
+    return agents.search_agent(spec, variables, config)

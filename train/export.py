@@ -51,8 +51,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import gojax
-from gojax._random_play import random_action
-from gojax.evaluate import evaluate
+from gojax.evaluate import KATAGO_ROOT_POLICY_OPTIMISM, evaluate
+from gojax.games import random_action
 from gojax.katago_outputs import score_channels
 from gojax.nn import KataGoConfig
 from train.model import score_mean_from_lead
@@ -82,8 +82,6 @@ SHORT_TERM_COMPARED = {
 def _optimistic_policy(module, variables, states, version) -> dict[str, jax.Array]:
     """``{"optimistic_policy": [B, A]}``: ``module``'s policy at KataGo's root optimism
     (its engine's default at a search root and in ``kata-raw-nn``)."""
-    from eval.players import KATAGO_ROOT_POLICY_OPTIMISM
-
     optimistic = module.clone(policy_optimism=KATAGO_ROOT_POLICY_OPTIMISM)
     return {"optimistic_policy": evaluate(optimistic, variables, states, version=version)["policy"]}
 

@@ -41,7 +41,7 @@ import jax
 import ml_collections
 import numpy as np
 
-from gojax._atomic import atomic_file, write_atomic
+from gojax.atomic import atomic_file, write_atomic
 from gojax.search import KATAGO_PUCT_RANGES, SearchConfig
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
@@ -720,13 +720,13 @@ def evaluate(
 
 
 def gate_candidate(config: ml_collections.ConfigDict, candidate, best, key: jax.Array):
-    """AlphaGo Zero's gate (``eval.gating.gate``): the learner's net against the best one.
+    """AlphaGo Zero's gate (``train.gating.gate``): the learner's net against the best one.
 
     Both search with ``gating.num_simulations`` (no noise, the most visited
     move) over ``gating.num_games`` games; returns the ``GateResult``.
     """
-    from eval.arena import search_agent as arena_search_agent
-    from eval.gating import gate
+    from train.agents import search_agent as arena_search_agent
+    from train.gating import gate
 
     g, b = config.gating, config.board
     spec = model_lib.spec_from_config(config.model)

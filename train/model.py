@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import GoState
+from gojax import GoState
 from gojax.evaluate import PLANE_ENCODERS, batch_inputs
 from gojax.katago_outputs import (
     SHORTTERM_SCORE_ERROR_MULTIPLIER,

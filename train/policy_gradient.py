@@ -51,9 +51,10 @@ import numpy as np
 import optax
 
 import gojax
-from gojax._alphago_features import true_eyes
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
+from gojax.games import true_eyes
 from train import model as model_lib
+from train.arena import wilson_interval
 from train.checkpoint import restore_matching_network
 from train.config_checks import (
     KeyRanges,
@@ -385,8 +386,6 @@ def train_pg(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> d
     against the starting policy: ``games``, ``wins``, ``draws``, ``win_rate``,
     ``ci95``).
     """
-    from eval.match import wilson_interval
-
     check_config(config)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 import jax
 
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 
 __all__ = ["PROVENANCE_FILE", "provenance", "read_provenance", "record_start"]
 

@@ -53,13 +53,19 @@ import ml_collections
 import numpy as np
 import optax
 
-from gojax import rollout_policy
-from gojax._atomic import write_atomic
-from gojax._board import GoState, play, winner
+from gojax import GoState, play, rollout_policy, winner
+from gojax.atomic import write_atomic
 from gojax.rollout_policy import RolloutWeights
 from gojax.rollout_policy import logits as policy_logits
 from gojax.uct import random_rollout, rollout_moves
 from train.loop import _check_resumable, _flatten, _Metrics, config_to_json
+from train.positions import (
+    load_games,
+    replay_positions,
+    rollout_outcomes,
+    sample_positions,
+    value_estimates,
+)
 from train.provenance import record_start
 from train.rollout_policy import _NoAsyncSaves, _restore_checkpoint, checkpoint_saver
 from train.steps import run_steps
@@ -283,7 +289,6 @@ def only_tables(grad: RolloutWeights, tables: tuple[str, ...]) -> RolloutWeights
 
 def _load_positions(config) -> dict[str, Any]:
     """The held-out and training positions: states, ``V*`` and results for the mover."""
-    from eval.value_mse import _positions, _value_estimates, load_games, sample_positions
     from gojax.evaluate import make_evaluator
     from gojax.katago_model import load_model
 
@@ -311,9 +316,9 @@ def _load_positions(config) -> dict[str, Any]:
         if split == "holdout" and game_of.size > config.eval.max_positions:
             keep = np.sort(rng.choice(game_of.size, config.eval.max_positions, replace=False))
             game_of, move_of = game_of[keep], move_of[keep]
-        states = _positions(part, game_of, move_of, config.eval.batch)
+        states = replay_positions(part, game_of, move_of, config.eval.batch)
         movers = np.asarray(states.to_play).astype(np.float32)
-        targets = _value_estimates(
+        targets = value_estimates(
             run, variables, states, jax.random.fold_in(key, len(out)), batch=config.eval.batch
         )
         results = np.asarray([part[g].outcome for g in game_of], np.float32) * movers
@@ -327,8 +332,6 @@ def evaluate_rollouts(
     weights: RolloutWeights, split: dict[str, Any], key: jax.Array, rollouts: int, batch: int
 ) -> dict[str, float]:
     """Mean squared error of ``rollouts`` games' mean against ``V*`` and against the results."""
-    from eval.value_mse import rollout_outcomes
-
     outcomes = rollout_outcomes(split["states"], key, rollouts, batch=batch, weights=weights)
     mean = outcomes.mean(axis=1, dtype=np.float64)
     return {

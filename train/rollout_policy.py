@@ -43,7 +43,7 @@ import numpy as np
 import optax
 
 from gojax import rollout_policy
-from gojax._atomic import write_atomic
+from gojax.atomic import write_atomic
 from gojax.rollout_policy import RolloutWeights, logits_from_features
 from gojax.uct import rollout_moves
 from train.config_checks import KeyRanges, check_board, check_keys, check_ranges

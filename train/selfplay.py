@@ -58,7 +58,7 @@ import numpy as np
 
 import gojax
 from gojax import sgf
-from gojax._game import record_from_actions, result_string
+from gojax.games import record_from_actions, result_string
 from gojax.search import Evaluator, SearchConfig, search
 
 __all__ = [

@@ -45,10 +45,9 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from gojax import sgf
-from gojax._atomic import write_atomic
-from gojax._board import GoState, legal_moves, play
-from gojax._game import rules_of_record, state_at
+from gojax import GoState, legal_moves, play, sgf
+from gojax.atomic import write_atomic
+from gojax.games import rules_of_record, state_at
 from train import model as model_lib
 from train.checkpoint import Checkpointer, install_signal_handlers
 from train.config_checks import (

@@ -61,8 +61,7 @@ import numpy as np
 import optax
 
 import gojax
-from gojax._atomic import atomic_file, write_atomic
-from gojax._symmetry import transform_planes
+from gojax.atomic import atomic_file, write_atomic
 from train import model as model_lib
 from train.checkpoint import restore_matching_network
 from train.config_checks import (
@@ -87,6 +86,7 @@ from train.loop import (
     learner_group,
 )
 from train.policy_gradient import allowed_moves
+from train.positions import mse_by_bucket, rollout_outcomes
 from train.provenance import record_start
 from train.steps import fresh_state, open_checkpoints, run_steps
 
@@ -326,8 +326,6 @@ def generate_split(
 
 def _rollout_means(states: gojax.GoState, key: jax.Array, rollouts: int) -> np.ndarray:
     """``[M]`` float32 mean result of ``rollouts`` random games from each position."""
-    from eval.value_mse import rollout_outcomes
-
     return rollout_outcomes(states, key, rollouts).astype(np.float32).mean(axis=1)
 
 
@@ -370,7 +368,7 @@ def make_value_update(spec: model_lib.ModelSpec, config: LearnerConfig):
 
     @functools.partial(jax.jit, donate_argnums=0)
     def update(state: TrainState, planes: jax.Array, z: jax.Array, symmetries: jax.Array):
-        planes = jax.vmap(transform_planes)(planes.astype(jnp.float32), symmetries)
+        planes = jax.vmap(gojax.transform_planes)(planes.astype(jnp.float32), symmetries)
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, state.batch_stats, planes, z)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         updates = jax.tree_util.tree_map_with_path(
@@ -565,11 +563,9 @@ def evaluate_heldout(
     ``predict(planes) -> [M]`` is the net being trained; ``start_values`` the
     starting net's values on the held-out positions. Returns ``mse`` (name ->
     value over all held-out positions), ``train_mse`` (the net on the first
-    ``M`` training positions) and ``by_move`` (``eval.value_mse.mse_by_bucket``
+    ``M`` training positions) and ``by_move`` (``train.positions.mse_by_bucket``
     of the held-out evaluators, buckets of ``bucket_width`` moves of ``U``).
     """
-    from eval.value_mse import mse_by_bucket
-
     z = holdout["z"].astype(np.float64)
     value = predict(holdout["planes"])
     predictions = {
