@@ -176,4 +176,8 @@ def snapshot(workdir: str | os.PathLike, out: str | os.PathLike, step: int | Non
         target.save(step, restored.state, config=restored.config, info=restored.info, force=True)
     finally:
         target.close()
+    # Orbax's completion markers name the absolute folder they were written to; a
+    # snapshot is made to be copied and committed, so they name only the step.
+    for marker in (Path(out) / "checkpoints" / str(step)).rglob("commit_success.txt"):
+        write_atomic(marker, f"Checkpoint commit was successful (step {step})")
     return step

@@ -98,7 +98,8 @@ def provenance(step: int = 0) -> dict[str, Any]:
         "device_kind": devices[0].device_kind,
         "processes": jax.process_count(),
         "host": platform.machine(),
-        "argv": list(sys.argv),
+        # The program by its name: where it is installed says nothing about the run.
+        "argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv else [],
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }
 
