@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.arguments import positive
+from eval.arguments import non_negative, positive
 from eval.gtp_client import (
     EngineDied,
     EngineError,
@@ -871,16 +871,6 @@ def _time_arg(text: str) -> tuple[float, float, int]:
     return value
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -990,7 +980,7 @@ def register(commands) -> None:
     )
     match.add_argument(
         "--openings",
-        type=_non_negative,
+        type=non_negative,
         default=0,
         metavar="K",
         help="start each pair of games (colours swapped) from K random moves off the first "
