@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eval.report import format_number, markdown_table
+from eval._report_markdown import format_number, markdown_table
 
 STAGES = ("sl", "pg", "value", "rollout", "balance")
 # Held-out value buckets with fewer positions are left out of the table (as from the plot).
