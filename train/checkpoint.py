@@ -7,6 +7,10 @@ A checkpoint holds three items under ``<directory>/<step>/``:
 * ``extra``: an optional dict of numpy arrays (replay contents, counters);
 * ``meta``: JSON: the run's config (any JSON-able dict) and whether ``extra`` exists.
 
+Arrays that differ by process (a multi-host run's replay buffers: ``save``'s
+``local``) are written by each process to its own file beside the step
+(:mod:`train.process_arrays`); in a one-process run they go into ``extra``.
+
 Orbax writes a step into a temporary directory and renames it when complete,
 so an interrupted save never looks like a checkpoint. Every save also records
 a digest of its payload (:func:`payload_digest`, in ``meta``) and reads the
@@ -47,6 +51,8 @@ from typing import Any
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from train import process_arrays
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +107,8 @@ class Checkpointer:
         except the newest verified one).
       async_save: write in a background thread (``save`` returns once the arrays
         are copied off the devices, so the state may be donated right after).
+      process_index, process_count: this process and how many there are
+        (``jax.process_index()``, ``jax.process_count()`` by default).
     """
 
     def __init__(
@@ -110,6 +118,8 @@ class Checkpointer:
         save_every: int = 1000,
         keep: int = 3,
         async_save: bool = False,
+        process_index: int | None = None,
+        process_count: int | None = None,
     ) -> None:
         if keep < 1:
             raise ValueError(f"keep must be at least 1, not {keep}")
@@ -117,6 +127,8 @@ class Checkpointer:
         self.save_every = save_every
         self.keep = keep
         self._async = async_save
+        self._index = jax.process_index() if process_index is None else process_index
+        self._count = jax.process_count() if process_count is None else process_count
         # Steps read back whole and matching their digest (by this process), and
         # steps found unreadable (re-saving one of those replaces it).
         self._verified: set[int] = set()
@@ -148,15 +160,19 @@ class Checkpointer:
         state: Any,
         *,
         extra: dict[str, Any] | None = None,
+        local: dict[str, Any] | None = None,
         config: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
         force: bool = False,
     ) -> bool:
         """Write a checkpoint at ``step`` if it is due (or ``force``); returns whether it did.
 
-        ``extra`` is a flat or nested dict of arrays (converted to numpy);
-        ``config`` a JSON-able dict; ``info`` more JSON kept beside it (small things a
-        copy without ``extra`` still needs: the training loop's counters and lineage).
+        ``extra`` is a flat or nested dict of arrays (converted to numpy), the same
+        on every process; ``local`` one of arrays that differ by process (a replay
+        buffer): each process's own are saved and restored, and in a one-process
+        run they are part of ``extra``; ``config`` a JSON-able dict; ``info`` more
+        JSON kept beside it (small things a copy without ``extra`` still needs: the
+        training loop's counters and lineage).
         A step already on disk is not rewritten.
         """
         if not (force or self.should_save(step)):
@@ -165,14 +181,24 @@ class Checkpointer:
             if step not in self._unreadable:
                 return False
             self._quarantine(step, "it could not be read back")
+        meta: dict[str, Any] = {"config": config, "info": info or {}}
+        if local and self._count == 1:
+            extra = {**(extra or {}), **local}
+        elif local:
+            # Each process's own file, before the step exists: a step on disk has them.
+            host_local = jax.tree.map(np.asarray, local)
+            process_arrays.write(
+                self.directory, step, host_local, self._index, self._count, payload_digest
+            )
+            meta["local"] = {"processes": self._count}
         host = jax.tree.map(np.asarray, extra) if extra else None
-        digest = {"state": payload_digest(state), "extra": payload_digest(host) if host else None}
-        items = {
-            "state": ocp.args.StandardSave(state),
-            "meta": ocp.args.JsonSave(
-                {"config": config, "has_extra": bool(extra), "info": info or {}, "digest": digest}
-            ),
+        meta["has_extra"] = bool(extra)
+        meta["digest"] = {
+            "state": payload_digest(state),
+            "extra": payload_digest(host) if host else None,
         }
+        digest = meta["digest"]
+        items = {"state": ocp.args.StandardSave(state), "meta": ocp.args.JsonSave(meta)}
         if host:
             items["extra"] = ocp.args.StandardSave(host)
         saved = self._manager.save(step, args=ocp.args.Composite(**items), force=True)
@@ -218,6 +244,7 @@ class Checkpointer:
         for step in doomed:
             if step != spared:
                 self._manager.delete(step)
+                process_arrays.delete(self.directory, step, self._index)
 
     def _step_path(self, step: int) -> str:
         return os.path.join(self.directory, str(step))
@@ -232,6 +259,7 @@ class Checkpointer:
             target = os.path.join(folder, f"{step}-{suffix}")
             suffix += 1
         shutil.move(self._step_path(step), target)
+        process_arrays.move(self.directory, step, target)
         self._manager.reload()
         self._unreadable.discard(step)
         self._verified.discard(step)
@@ -284,6 +312,8 @@ class Checkpointer:
                 )
         if digest.get("state") is not None:
             self._verified.add(step)
+        if meta.get("local") and with_extra:
+            extra = {**(extra or {}), **self._restore_local(step, meta["local"]["processes"])}
         return Restored(
             step=step,
             state=out["state"],
@@ -291,6 +321,27 @@ class Checkpointer:
             config=meta.get("config"),
             info=meta.get("info") or {},
         )
+
+    def _restore_local(self, step: int, saved_count: int) -> dict[str, Any]:
+        """This process's own arrays of ``step``; nothing (said once) if they are lost."""
+        tree, why = process_arrays.read(
+            self.directory, step, self._index, self._count, saved_count, payload_digest
+        )
+        if why:
+            warnings.warn(
+                f"process {self._index}: {why}; its per-process arrays (the replay) start "
+                "empty and are refilled",
+                stacklevel=3,
+            )
+            return {}
+        if saved_count != self._count:
+            warnings.warn(
+                f"step {step} was saved by {saved_count} processes, restored by "
+                f"{self._count}: process {self._index} takes saved process "
+                f"{self._index}'s arrays",
+                stacklevel=3,
+            )
+        return tree
 
     def restore_latest(self, template: Any) -> Restored | None:
         """The newest checkpoint that reads back whole, or ``None`` if there is none.
