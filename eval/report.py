@@ -72,6 +72,8 @@ from eval._report_value_mse import (  # noqa: F401
     _render_value_mse,
     bench_markdown,
 )
+from eval.report_papers import BLOCK as PAPERS_BLOCK
+from eval.report_papers import render_papers
 from gojax.atomic import write_atomic
 
 __all__ = [
@@ -155,9 +157,14 @@ def generate_report(
     figures: str | os.PathLike,
     *,
     check: bool = False,
+    claims: str | os.PathLike | None = None,
 ) -> Report:
     """Render every result in ``results`` into the marker blocks of ``markdown_files`` and
     draw its plots into ``figures``; with ``check``, write nothing and list what is stale.
+
+    With ``claims`` (``docs/papers/claims.json``), the index of the papers we
+    reproduce (``eval.report_papers``) fills the block ``report:papers``, its
+    numbers read from ``results``.
 
     A result that cannot be read is an error (named in ``report.errors``); its
     blocks are left as they are and the others still render. Raises
@@ -175,6 +182,8 @@ def generate_report(
             report.errors.append(text if str(entry.path) in text else f"{entry.path}: {text}")
     contents = {name: r.markdown for name, r in rendered.items()}
     failed = {e.name for e in entries} - set(rendered)
+    if claims is not None:
+        _render_papers(claims, results, contents, failed, report)
 
     seen: set[str] = set()
     for file in map(Path, markdown_files):
@@ -201,6 +210,9 @@ def generate_report(
             write_atomic(file, new.encode("utf-8"))
             report.updated.append(f"{file} ({', '.join(changed)})")
 
+    if claims is not None and PAPERS_BLOCK not in seen:
+        where = ", ".join(str(f) for f in markdown_files)
+        report.warnings.append(f"{claims}: no <!-- report:{PAPERS_BLOCK} --> marker in {where}")
     for name, result in rendered.items():
         if name not in seen:
             where = ", ".join(str(f) for f in markdown_files)
@@ -219,6 +231,22 @@ def generate_report(
     return report
 
 
+def _render_papers(claims, results, contents: dict[str, str], failed: set[str], report) -> None:
+    """The papers' index into ``contents``; its block is left as it is if it cannot render."""
+    if PAPERS_BLOCK in contents:
+        report.errors.append(f"{results}: a result named {PAPERS_BLOCK!r} takes the index's block")
+        return
+    try:
+        index = render_papers(claims, results)
+    except (ValueError, OSError) as err:
+        report.errors.append(str(err))
+        failed.add(PAPERS_BLOCK)
+        return
+    contents[PAPERS_BLOCK] = index.markdown
+    report.warnings += index.warnings
+    report.errors += index.errors
+
+
 # ---------------------------------------------------------------------------- command line
 
 
@@ -226,12 +254,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     import sys
 
     markdown = [Path(args.benchmarks)]
-    for folder in (Path(args.docs), Path(args.models)):
+    # docs/ with its subfolders (docs/papers/); models/ alone.
+    for folder, pattern in ((Path(args.docs), "**/*.md"), (Path(args.models), "*.md")):
         if folder.is_dir():
             markdown += sorted(
-                p for p in folder.glob("*.md") if p.resolve() != markdown[0].resolve()
+                p for p in folder.glob(pattern) if p.resolve() != markdown[0].resolve()
             )
-    report = generate_report(args.results, markdown, args.figures, check=args.check)
+    claims = Path(args.claims) if args.claims else Path(args.docs) / "papers" / "claims.json"
+    if args.claims is None and not claims.is_file():
+        claims = None  # a docs folder without the papers' index
+    report = generate_report(args.results, markdown, args.figures, check=args.check, claims=claims)
     for line in report.updated:
         print(f"updated {line}")
     for line in report.unchanged:
@@ -266,6 +298,11 @@ def register(commands) -> None:
         "--models", default="models", help="the shipped nets' folder, whose *.md too (models/)"
     )
     parser.add_argument("--figures", default="docs/figures", help="where plots go (docs/figures/)")
+    parser.add_argument(
+        "--claims",
+        help="the papers' claims, rendered into <!-- report:papers --> "
+        "(default: papers/claims.json in --docs, if there)",
+    )
     parser.add_argument(
         "--check",
         action="store_true",
