@@ -18,7 +18,8 @@ VALUE_MSE_MIN_POSITIONS = 10
 
 
 def _value_mse_markdown(result) -> str:
-    """The comparison as in docs/papers.md: a row per bucket, bold for a row's unique lowest."""
+    """The comparison as in docs/papers/alphago.md: a row per bucket, bold for a row's unique
+    lowest."""
     from eval.value_mse import bucket_label
 
     stats = result.stats
