@@ -226,6 +226,61 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
 
 
+def _two_process_train(workdir, *args: str) -> list[tuple[str, str]]:
+    """``gojax train`` as a 2-process ``jax.distributed`` job on localhost, 2 host
+    devices per process; ``(stdout, stderr)`` of each, both checked to exit 0."""
+    config_file = workdir.parent / "config.py"
+    config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
+    env["XLA_FLAGS"] = host_devices_flags(2)
+    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "eval.cli", "train", "--config", str(config_file)]
+    command += ["--workdir", str(workdir), *TINY, *args]
+    procs = [
+        subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**env, "JAX_PROCESS_ID": str(i)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = wait_all(procs, timeout=600)
+    for p, (_, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    return outputs
+
+
+def _process_replay(workdir, step: int, index: int) -> dict[str, np.ndarray]:
+    path = workdir / "checkpoints" / "local" / str(step) / f"process-{index}-of-2.npz"
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files if name.startswith("replay|")}
+
+
+@pytest.mark.slow
+def test_two_processes_resume_with_their_own_replays(tmp_path):
+    """A resumed 2-process run goes on with two distinct buffers, each the one its
+    process saved: the step-4 buffer of each process starts with its own step-2
+    buffer (with process 0's restored everywhere, process 1's would start with
+    process 0's games)."""
+    workdir = tmp_path / "run"
+    _two_process_train(workdir, "--config.train.total_steps=2")
+    saved = [_process_replay(workdir, 2, i) for i in range(2)]
+    size = [int(s["replay|size"]) for s in saved]
+    assert min(size) > 0
+    value = "replay|data/value"
+    assert not np.array_equal(saved[0][value][: min(size)], saved[1][value][: min(size)])
+    _two_process_train(workdir, "--config.train.total_steps=4")
+    for i in range(2):
+        resumed = _process_replay(workdir, 4, i)
+        assert int(resumed["replay|size"]) > size[i]  # its own games added
+        for name, array in saved[i].items():
+            if name.startswith("replay|data/"):
+                np.testing.assert_array_equal(resumed[name][: size[i]], array[: size[i]])
+
+
 def test_games_too_short_to_end_are_an_error_not_a_hang(tmp_path):
     config = tiny_config()
     config.selfplay.num_steps = 2  # no 5x5 game ends in 2 moves: no targets, ever

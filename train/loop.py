@@ -280,7 +280,8 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         _check_resumable(restored.config, config_json, workdir, restored.step)
         state = restored.state
         extra = restored.extra or {}
-        replay.load_state_dict({k: v for k, v in extra.get("replay", {}).items()})
+        if "replay" in extra:  # absent: a multi-host process whose file was lost refills it
+            replay.load_state_dict(dict(extra["replay"]))
         best = extra.get("best")
         for k in counters:
             if k in extra.get("counters", {}):
@@ -310,11 +311,14 @@ def train(config: ml_collections.ConfigDict, workdir: str | os.PathLike) -> dict
         _check_state_finite(state, step, ckpt)
         count_time()
         extra = {
-            "replay": replay.state_dict(),
             "counters": {k: np.asarray(v) for k, v in counters.items()},
             **({"best": best} if gating else {}),
         }
-        ckpt.save(step, state, extra=extra, config=config_json, info=info(), force=force)
+        # Each host's replay is its own (its games, its share of every batch).
+        local = {"replay": replay.state_dict()}
+        ckpt.save(
+            step, state, extra=extra, local=local, config=config_json, info=info(), force=force
+        )
 
     def snapshot() -> None:
         step = int(jax.device_get(state.step))
