@@ -12,7 +12,7 @@ refits its weights so that the mean of its rollouts from a position matches
 KataGo's value there. The first 100 games are held out, as in the fit to
 the moves (the same games); two positions per game in every 10-move stage;
 each step 32 training positions x (8 + 8) rollouts. Results in
-docs/papers.md ("AlphaGo: the fast rollout policy").
+docs/papers/alphago.md ("AlphaGo: the fast rollout policy").
 """
 
 from train.rollout_balance import default_balance_config

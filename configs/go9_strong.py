@@ -17,7 +17,7 @@ games. The domain knowledge is the rules, KataGo's input features (liberties,
 ladders, pass-alive areas, ko), the board's 8 symmetries (replay augmentation)
 and the "sensible" move set (no filling of one's own eyes; pass after a pass).
 
-Why each choice (9x9 experiments of docs/papers.md at 16 simulations, and
+Why each choice (9x9 experiments of docs/papers/ at 16 simulations, and
 the throughput of a 2-core CPU):
 
 * Net: ``b6c64`` (6 blocks x 64 channels, two global-pooling blocks, 0.48M
@@ -39,7 +39,7 @@ the throughput of a 2-core CPU):
   noisy prior give targets the policy cannot predict, and it stopped
   learning from them (nets 0/40 against GnuGo level 0). Gumbel's targets
   move the policy on every move by the search's values (the best of the
-  four arms of our 9x9 Gumbel experiment in docs/papers.md) and need no
+  four arms of our 9x9 Gumbel experiment in docs/papers/gumbel_alphazero.md) and need no
   root noise; with half the simulations self-play runs at ~90 moves/s
   instead of ~52. From step 1,537 the run continued under this search
   (``--config.train.init_from`` of the PUCT run's checkpoint; the lineage in

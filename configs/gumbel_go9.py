@@ -1,6 +1,6 @@
 """Gumbel AlphaZero against AlphaZero when self-play searches with few simulations.
 
-The experiment of docs/papers.md ("Gumbel AlphaZero: learning with few
+The experiment of docs/papers/gumbel_alphazero.md ("Gumbel AlphaZero: learning with few
 simulations", after Danihelka et al., "Policy improvement by planning with
 Gumbel", ICLR 2022). ``go9_tiny`` (9x9, ``agz_tiny``, 32 games and 16
 learner steps an iteration) with a fixed amount of data instead of a time

@@ -1,6 +1,6 @@
 """KataGo's ownership and score targets, with and without, on 9x9 self-play.
 
-The experiment of docs/papers.md ("KataGo: ownership and score targets",
+The experiment of docs/papers/katago.md ("KataGo: ownership and score targets",
 after Wu, "Accelerating Self-Play Learning in Go", 2019). A
 KataGo-architecture net (``tiny``: 2 blocks x 16 channels, one of them with
 global pooling; KataGo's 22 + 19 input features) trained as ``go9_tiny`` is
@@ -27,7 +27,7 @@ final nets against each other and against fixed opponents.
 Cost and result (2 CPU cores, 2026-12-01): 11-12 minutes a run. Every net
 trained with the targets beat every net trained without them head to head
 (66-86% of 128 games); against 16-playout UCT the four scored 97% and 78%
-with, 66% and 82% without (docs/papers.md).
+with, 66% and 82% without (docs/papers/katago.md).
 
 Both arms see the same games' worth of data (the heads are there either way:
 without their losses they are trained by nothing and ignored by the search,

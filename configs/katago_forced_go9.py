@@ -1,6 +1,6 @@
 """KataGo's forced playouts and policy target pruning on 9x9 self-play.
 
-The experiment of docs/papers.md ("KataGo: forced playouts and policy target
+The experiment of docs/papers/katago.md ("KataGo: forced playouts and policy target
 pruning", after Wu, "Accelerating Self-Play Learning in Go", 2019):
 ``configs/katago_aux_go9.py`` (KataGo ``tiny`` net, PUCT with 16 simulations
 and Dirichlet noise, ownership and score targets, 1,200 learner steps and
@@ -23,7 +23,7 @@ plays the forced nets against the control nets.
 Cost and result (2 CPU cores, 2026-12-01): 10-11 minutes a run. At 16
 simulations the technique did not pay: over the nine pairings of a forced
 net against a control net (128 games each) the forced nets scored 36%
-(docs/papers.md).
+(docs/papers/katago.md).
 """
 
 from pathlib import Path

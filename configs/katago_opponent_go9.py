@@ -1,6 +1,6 @@
 """KataGo's auxiliary opponent-reply policy target on 9x9 self-play.
 
-The experiment of docs/papers.md ("KataGo: the opponent-reply policy
+The experiment of docs/papers/katago.md ("KataGo: the opponent-reply policy
 target", after Wu, "Accelerating Self-Play Learning in Go", 2019):
 ``configs/katago_aux_go9.py`` (KataGo ``tiny`` net, PUCT with 16 simulations
 and Dirichlet noise, ownership and score targets, 1,200 learner steps and
@@ -25,7 +25,7 @@ control nets (``aux_on``, ``aux_on_seed1``, ``aux_on_seed2``).
 Cost and result (2 CPU cores, 2026-12-01): 11-12 minutes a run. Two seeds
 of three beat every control net (63-98% of 128 games), the third lost to
 all three (15-46%); over the nine pairings the nets with the target scored
-67% (docs/papers.md).
+67% (docs/papers/katago.md).
 """
 
 from pathlib import Path

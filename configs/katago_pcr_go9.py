@@ -1,6 +1,6 @@
 """KataGo's playout-cap randomisation on 9x9 self-play, at no more self-play compute.
 
-The experiment of docs/papers.md ("KataGo: playout-cap randomisation",
+The experiment of docs/papers/katago.md ("KataGo: playout-cap randomisation",
 after Wu, "Accelerating Self-Play Learning in Go", 2019):
 ``configs/katago_aux_go9.py`` (KataGo ``tiny`` net, PUCT with 16 simulations
 and Dirichlet noise, ownership and score targets, 1,200 learner steps) with
@@ -29,7 +29,7 @@ workdirs ``runs/aux_on``, ``runs/aux_on_seed1``, ``runs/aux_on_seed2``); then
 Cost and result (2 CPU cores, 2026-12-04): 8.4 minutes a run on an idle
 machine, the same as a control run. At this scale the cap costs strength:
 every capped net lost to every control net (15-44% of 128 games a pairing,
-31.0% over the nine pairings; docs/papers.md).
+31.0% over the nine pairings; docs/papers/katago.md).
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """KataGo's PUCT in self-play on 9x9, against mctx's PUCT at the same 16 simulations.
 
-The experiment of docs/papers.md ("KataGo: its PUCT in self-play"):
+The experiment of docs/papers/katago.md ("KataGo: its PUCT in self-play"):
 ``configs/katago_aux_go9.py`` (KataGo ``tiny`` net, 16 simulations with root
 Dirichlet noise, ownership and score targets, 32 games and 16 learner steps
 an iteration, 1,200 learner steps) with the self-play search switched from
@@ -34,7 +34,7 @@ learned differs.
 Cost and result (2 CPU cores shared with other work, 2026-12-04): 11-14
 minutes a run. The policy targets spread over 5.5-8.1 moves on average
 against the controls' 1.6-1.8; the nets won eight of the nine pairings
-against the control nets, 72.5% of 1,152 games (docs/papers.md). Each run's
+against the control nets, 72.5% of 1,152 games (docs/papers/katago.md). Each run's
 own final evaluation searches with KataGo's PUCT, as its self-play did.
 """
 

@@ -1,6 +1,6 @@
 """KataGo's PUCT in self-play on 9x9 with its score utility, against the value-only arm.
 
-The second arm of docs/papers.md ("KataGo: its PUCT in self-play"):
+The second arm of docs/papers/katago.md ("KataGo: its PUCT in self-play"):
 ``configs/katago_puct_go9.py`` (KataGo's PUCT on the value alone) with KataGo's
 score utility added to every playout's value, at KataGo's weights (0.1 static,
 0.3 dynamic; ``gojax._utility``), read from the net's own score heads: the mean
@@ -19,7 +19,7 @@ controls'. Three seeds::
 
 then ``configs/sweep_katago_puct_go9.py`` with ``--config.checkpoints.workdir``
 and ``--config.checkpoints.label`` set to each run, against the three
-``aux_on`` control nets (docs/papers.md has the command lines).
+``aux_on`` control nets (docs/papers/katago.md has the command lines).
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """KataGo's short-term heads on 9x9 self-play, against the same recipe without them.
 
-The experiment of docs/papers.md ("KataGo: short-term heads and the
+The experiment of docs/papers/katago.md ("KataGo: short-term heads and the
 optimistic policy"): ``configs/katago_aux_go9.py`` (KataGo ``tiny`` net, PUCT
 with 16 simulations and Dirichlet noise, ownership and score targets, 1,200
 learner steps and 2,400 games) with ``model.short_term_heads = True``: the

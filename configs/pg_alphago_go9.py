@@ -11,7 +11,7 @@ REINFORCE with the net's own value head as baseline; plain SGD as in the
 paper, learning rate 1e-3 (1e-2 collapsed the policy's entropy from 2.0 to
 0.9 nats in three iterations). Every 25 iterations the learner plays 256
 games against the SL policy it started from (``eval.json``). 100 iterations
-take about 9 minutes on 2 CPU cores. Results in docs/papers.md ("AlphaGo:
+take about 9 minutes on 2 CPU cores. Results in docs/papers/alphago.md ("AlphaGo:
 the RL policy network").
 """
 

@@ -8,7 +8,7 @@ moves). The first 100 files are held out: their moves measure the policy, and
     gojax train-rollout --config configs/rollout_alphago_go9.py \\
         --workdir runs/rollout_alphago_go9 --sgf-dir ../shared/reference/sgf/katago-9x9
 
-Results in docs/papers.md ("AlphaGo: the fast rollout policy").
+Results in docs/papers/alphago.md ("AlphaGo: the fast rollout policy").
 """
 
 from train.rollout_policy import default_rollout_config

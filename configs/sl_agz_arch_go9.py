@@ -21,7 +21,7 @@ held out. Three seeds of each (another initialisation and order of the data)::
     done
 
 then ``configs/sweep_agz_arch_go9.py`` plays them. Results in
-docs/papers.md ("AlphaGo Zero: dual and residual networks").
+docs/papers/alphago_zero.md ("AlphaGo Zero: dual and residual networks").
 
 AdamW 2e-3, batch 128, 4,000 steps: 512,000 samples, one pass over the
 411,508 positions of the 3,808 training games (each position drawn 1.25

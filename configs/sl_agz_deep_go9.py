@@ -15,7 +15,7 @@ the same games, held-out set, optimiser and steps, two seeds::
       done
     done
 
-then ``configs/sweep_agz_deep_go9.py`` plays them. Results in docs/papers.md
+then ``configs/sweep_agz_deep_go9.py`` plays them. Results in docs/papers/alphago_zero.md
 ("AlphaGo Zero: dual and residual networks").
 """
 

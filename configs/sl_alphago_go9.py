@@ -10,7 +10,7 @@ zeroed), as in the paper's comparison::
     gojax train-sl --config configs/sl_alphago_go9.py --workdir runs/sl_alphago_go9 \\
         --sgf-dir ../shared/reference/sgf/katago-9x9
 
-Results in docs/papers.md ("AlphaGo: the SL policy network's input features").
+Results in docs/papers/alphago.md ("AlphaGo: the SL policy network's input features").
 """
 
 from pathlib import Path

@@ -12,7 +12,7 @@ with lambda 0 and 1 (``checkpoint:latest@lam...``), a round robin of the
 three variants plus lambda 0 against itself (a control at 50%, and the
 cheapest cell). 64 games a cell (9x9, komi 7, colour pairs opening with two
 random moves); the ratings are anchored at the value network alone. Results
-in docs/papers.md ("AlphaGo: the value network").
+in docs/papers/alphago.md ("AlphaGo: the value network").
 """
 
 from eval.sweep import default_config

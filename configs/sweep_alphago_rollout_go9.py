@@ -13,8 +13,8 @@ opponent places both UCTs on one rating scale. 64 games a cell (9x9, komi 7,
 colour pairs opening with two random moves, every search over the sensible
 moves). On 2 CPU cores the cells take 3.6 and 5.0 minutes. The SL net won
 all 64 games of both cells: too strong a common opponent to separate the two
-UCTs (the head-to-head ``gojax match`` in docs/papers.md does). Results in
-docs/papers.md ("AlphaGo: the fast rollout policy").
+UCTs (the head-to-head ``gojax match`` in docs/papers/alphago.md does). Results in
+docs/papers/alphago.md ("AlphaGo: the fast rollout policy").
 """
 
 from eval.sweep import default_config

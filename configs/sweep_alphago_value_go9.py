@@ -15,7 +15,7 @@ search over the sensible moves). On 2 CPU cores the lambda-0 cell takes
 about 8 minutes, a cell with rollouts about 15 (28 with two sweeps at
 once). Classical UCT with 128 random playouts was first listed as a second
 opponent and dropped: its cells were the slowest and never finished.
-Results in docs/papers.md ("AlphaGo: the value network"); the same net's
+Results in docs/papers/alphago.md ("AlphaGo: the value network"); the same net's
 lambdas against each other: ``configs/sweep_alphago_lambda_go9.py``.
 """
 

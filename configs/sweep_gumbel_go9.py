@@ -1,7 +1,7 @@
 """The six nets of ``configs/gumbel_go9.py``'s runs played against each other under one search.
 
 Run (after the ``gojax train`` commands in that file's docstring and in
-docs/papers.md: the four arms and the 2-simulation arms again with seed 1)::
+docs/papers/gumbel_alphazero.md: the four arms and the 2-simulation arms again with seed 1)::
 
     gojax sweep --config configs/sweep_gumbel_go9.py --workdir runs/gumbel_go9_sweep
 
@@ -12,7 +12,7 @@ agent): 28 cells of 64 games (9x9, komi 7, 120-move cap, colour pairs
 opening with two random moves, every search over the sensible moves).
 Within a cell both nets search alike, so a cell measures the nets, not the
 searches. ``ratings.txt`` rates all six nets (anchored at random play = 0)
-under each search; the tables of docs/papers.md come from ``results.json``.
+under each search; the tables of docs/papers/gumbel_alphazero.md come from ``results.json``.
 """
 
 from eval.sweep import default_config

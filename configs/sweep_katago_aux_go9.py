@@ -10,7 +10,7 @@ final nets of the three other runs (``run:`` opponents, searched exactly
 as the cell's agent): 5 cells of 128 games (9x9, komi 7, 120-move cap,
 colour pairs opening with two random moves, every search over the sensible
 moves). ``ratings.txt`` rates the four nets (anchored at random play = 0);
-the tables of docs/papers.md come from ``results.json``. The second seed's
+the tables of docs/papers/katago.md come from ``results.json``. The second seed's
 net against the two nets trained without the targets (2 cells)::
 
     gojax sweep --config configs/sweep_katago_aux_go9.py \\

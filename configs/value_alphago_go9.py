@@ -15,7 +15,7 @@ higher in half the steps) on the squared error, 8,000 steps of 64, every
 sample in a random symmetry. About 10 minutes to play the games and 4 to
 train on 2 CPU cores. The result holds the SL policy and the
 new value network, as AlphaGo's search used them. Results in
-docs/papers.md ("AlphaGo: the value network").
+docs/papers/alphago.md ("AlphaGo: the value network").
 """
 
 from train.value_network import default_value_config

@@ -2,7 +2,7 @@
 
 A rollout policy fitted to expert moves (``gojax train-rollout``) plays
 plausible moves, yet its rollouts value positions little better than
-uniform random play (docs/papers.md): what matters is not that each move is
+uniform random play (docs/papers/alphago.md): what matters is not that each move is
 good but that the errors of the two sides cancel over a game. Simulation
 balancing (Silver and Tesauro 2009, "Monte-Carlo simulation balancing";
 Huang, Coulom and Lin 2010) fits the weights ``theta`` so that the mean
