@@ -33,7 +33,7 @@ learned differs.
 
 Cost and result (2 CPU cores shared with other work, 2026-12-04): 11-14
 minutes a run. The policy targets spread over 5.5-8.1 moves on average
-against the controls' 1.6-1.8; the nets won eight of the nine pairings
+against the controls' 1.6-1.8; the nets won seven of the nine pairings
 against the control nets, 72.5% of 1,152 games (docs/papers/katago.md). Each run's
 own final evaluation searches with KataGo's PUCT, as its self-play did.
 """
