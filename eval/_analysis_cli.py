@@ -1,0 +1,263 @@
+"""The command line ``gojax analysis``: its flags, KataGo's command line, and the engine
+they build.
+
+:func:`register` adds the subcommand and its flags (KataGo's ``-model``, ``-config``,
+``-override-config`` among them); :func:`cmd_analysis` folds a KataGo config into the
+engine's options (a flag given wins), builds the :class:`eval.analysis.AnalysisEngine`,
+compiles what ``--warm-up`` names and serves stdin. Apart from the engine because it is
+the thin entry point over it: flags in, one engine, no protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from eval._analysis_engine import AnalysisEngine
+from eval.analysis_query import MAX_TREE_VISITS, MAX_VISITS, REPORT_AS, QueryError
+from eval.players import optimism_label
+
+# AnalysisEngine's options that a flag sets too: a config's key sets one only where its
+# flag was left at its default.
+_FLAGS_OF_OPTIONS = {
+    "visits": "visits_default",
+    "report_as": "report_as",
+    "wide_root_noise": "wide_root_noise",
+    "ignore_pre_root_history": "pre_root_history",
+    "root_symmetry_pruning": "no_root_symmetry_pruning",
+}
+
+
+def _katago_form(args: argparse.Namespace, options: dict[str, Any]) -> str | None:
+    """Fold KataGo's command line (``-config``, ``-override-config``, ...) into the
+    engine's ``options``: a config key sets an option whose flag was left at its default
+    (a flag given wins). Returns the one stderr line naming what gojax does not use."""
+    from eval import katago_config
+
+    overrides = getattr(args, "katago_overrides", None) or []
+    config = getattr(args, "config", None)
+    mapped = katago_config.analysis_options(
+        katago_config.read_settings(config, overrides), args.search, bool(config)
+    )
+    defaults = getattr(args, "flag_defaults", {})
+    for name, value in mapped.options.items():
+        flag = _FLAGS_OF_OPTIONS.get(name)
+        if flag is None or getattr(args, flag) == defaults.get(flag, getattr(args, flag)):
+            options[name] = value
+    if getattr(args, "analysis_threads", None) is not None:
+        mapped.no_effect.append("-analysis-threads")
+    if getattr(args, "quit_without_waiting", False):
+        mapped.not_supported("-quit-without-waiting", "queued queries are answered")
+    if getattr(args, "human_model", None):
+        mapped.not_supported("-human-model", "no human SL model")
+    return katago_config.ignored_line("analysis", config, mapped)
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    from gojax.katago_model import load_model
+
+    if args.search == "katago" and args.c_puct != 1.25:
+        raise ValueError("--c-puct is the PUCT search's: add --search puct")
+    options: dict[str, Any] = dict(
+        symmetry=args.symmetry,
+        visits=args.visits_default,
+        batch_size=args.batch_size,
+        min_batch=args.min_batch,
+        report_as=args.report_as,
+        moves_listed=args.moves_listed,
+        c_puct=args.c_puct,
+        seed=args.seed,
+        replay_cache=args.replay_cache,
+        root_policy_optimism=args.root_policy_optimism,
+        policy_optimism=args.policy_optimism,
+        search=args.search,
+        score_utility=not args.no_score_utility,
+        wide_root_noise=args.wide_root_noise,
+        ignore_pre_root_history=not args.pre_root_history,
+        root_symmetry_pruning=not args.no_root_symmetry_pruning,
+        max_tree_visits=getattr(args, "max_tree_visits", MAX_TREE_VISITS),
+    )
+    katago_flags = ("config", "katago_overrides", "analysis_threads", "human_model")
+    ignored = None
+    if any(getattr(args, flag, None) for flag in katago_flags):
+        ignored = _katago_form(args, options)
+    model = load_model(args.model)
+    engine = AnalysisEngine(model, **options)
+    if ignored:
+        print(ignored, file=sys.stderr, flush=True)
+    engine.warm_up(getattr(args, "warm_up", None) or [])
+    noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
+    print(
+        f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search"
+        f"{noise}, "
+        f"{engine.visits} visits by default, batches of up to {args.batch_size}; ready",
+        file=sys.stderr,
+        flush=True,
+    )
+    engine.serve(sys.stdin, sys.stdout)
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``analysis`` to the ``gojax`` subcommands (``commands`` from ``add_subparsers``)."""
+    from eval import gtp_params
+    from eval.arguments import non_negative, positive, symmetry_arg
+    from eval.gtp import add_policy_optimism_arguments
+
+    def visits(text: str) -> int:
+        value = positive(text)
+        if value > MAX_VISITS:
+            raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
+        return value
+
+    def boards(text: str) -> list[tuple[int, str]]:  # --warm-up's SIZE[:RULES],...
+        from eval.analysis_query import parse_rules
+
+        chosen = []
+        for entry in filter(None, (e.strip() for e in text.split(","))):
+            size, _, rules = entry.partition(":")
+            try:
+                parse_rules(rules or "chinese")
+                number = int(size)
+            except (QueryError, ValueError):
+                number = 0
+            if not 2 <= number <= 25:
+                raise argparse.ArgumentTypeError(f"expected SIZE[:RULES],..., got {entry!r}")
+            chosen.append((number, rules or "chinese"))
+        return chosen
+
+    def wide_root_noise(text: str) -> float:  # as gtp's wideRootNoise reads it
+        try:
+            return gtp_params.PARAMS["wideRootNoise"].parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"must be {error}") from None
+
+    parser = commands.add_parser(
+        "analysis", help="KataGo's JSON analysis engine: batched queries on stdin, JSON on stdout"
+    )
+    parser.add_argument("--model", "-model", required=True, help="a KataGo model file (.bin.gz)")
+    from eval.katago_config import add_katago_arguments
+
+    add_katago_arguments(parser)
+    parser.add_argument(
+        "-analysis-threads",
+        dest="analysis_threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="KataGo's: positions searched at once by threads (no effect: every query "
+        "waiting is batched, --batch-size)",
+    )
+    parser.add_argument(
+        "-quit-without-waiting",
+        dest="quit_without_waiting",
+        action="store_true",
+        help="KataGo's (not supported: queries read before stdin ends are answered)",
+    )
+    parser.add_argument(
+        "--visits-default",
+        type=visits,
+        default=64,
+        metavar="N",
+        help="visits when a query gives no maxVisits (default 64)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive,
+        default=256,
+        help="most queries read and positions searched at once (default 256)",
+    )
+    parser.add_argument(
+        "--min-batch",
+        type=positive,
+        default=1,
+        help="pad every batch to at least this many positions (fewer compiled programs)",
+    )
+    parser.add_argument(
+        "--symmetry",
+        type=symmetry_arg,
+        default="random",
+        help="0..7, random or average (default: a random symmetry per evaluation)",
+    )
+    parser.add_argument(
+        "--report-as",
+        choices=REPORT_AS,
+        type=str.upper,
+        default="BLACK",
+        help="perspective of win rates, scores and ownership (KataGo's "
+        "reportAnalysisWinratesAs; default BLACK)",
+    )
+    parser.add_argument(
+        "--moves-listed", type=positive, default=16, help="most moves reported per position"
+    )
+    parser.add_argument(
+        "--c-puct", type=float, default=1.25, help="PUCT exploration constant (--search puct)"
+    )
+    parser.add_argument(
+        "--search",
+        choices=("puct", "katago"),
+        default="katago",
+        help="katago (default: KataGo's PUCT on its utility, the win-loss value plus a "
+        "score term, with its analysis engine's wide root noise) or puct (AlphaGo Zero's)",
+    )
+    parser.add_argument(
+        "--no-score-utility",
+        action="store_true",
+        help="--search katago: search on the win-loss value alone",
+    )
+    parser.add_argument(
+        "--no-root-symmetry-pruning",
+        action="store_true",
+        help="search every move at a symmetric position (by default, as KataGo's "
+        "rootSymmetryPruning, one of each set of equivalent moves is searched and all "
+        "are listed); a query's overrideSettings may set its own",
+    )
+    parser.add_argument(
+        "--wide-root-noise",
+        type=wide_root_noise,
+        default=None,
+        metavar="W",
+        help="--search katago: KataGo's wideRootNoise, 0 to 5 (default 0.04, as KataGo's "
+        "analysis engine: the visits spread over more moves; 0 searches as for play)",
+    )
+    parser.add_argument(
+        "--pre-root-history",
+        action="store_true",
+        help="let the network see the moves played before each analysed position (KataGo's "
+        "ignorePreRootHistory=false; by default, as KataGo's analysis engine, it sees only "
+        "the moves searched from it)",
+    )
+    add_policy_optimism_arguments(parser)
+    parser.add_argument("--seed", type=int, default=0, help="for random symmetries")
+    parser.add_argument(
+        "--replay-cache",
+        type=non_negative,
+        default=1024,
+        metavar="N",
+        help="games kept after their replay: a query that extends one replays only its new "
+        "moves (default 1024; 0 keeps none)",
+    )
+    parser.add_argument(
+        "--warm-up",
+        type=boards,
+        default=[],
+        metavar="SIZE[:RULES],...",
+        help="compile ahead, before the ready line, the search of a query of the default "
+        "visits with ownership (KaTrain's) on these boards, e.g. 19:japanese,9 (rules: any "
+        "KataGo name; default chinese), so that the first queries are answered within their "
+        "maxTime",
+    )
+    parser.add_argument(
+        "--max-tree-visits",
+        type=positive,
+        default=MAX_TREE_VISITS,
+        metavar="N",
+        help="the most root visits one search's tree holds (its nodes are allocated, one a "
+        f"visit, when it is compiled; default {MAX_TREE_VISITS}): a query asking for more "
+        "is searched until the tree is full, its maxTime is up or it is terminated",
+    )
+    flags = tuple(_FLAGS_OF_OPTIONS.values())
+    parser.set_defaults(
+        run=cmd_analysis, flag_defaults={flag: parser.get_default(flag) for flag in flags}
+    )

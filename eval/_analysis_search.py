@@ -1,0 +1,260 @@
+"""The analysis engine's device programs: search, evaluation, and a search run in parts.
+
+``_device_functions`` builds the two jitted programs every batch runs, a batched search
+(``gojax.search.search``) whose output is cut to what the host reads, and one network
+evaluation of each position and of the positions after its listed moves.
+``_search_in_parts`` runs one search in resumed parts, to report during it, stop it at
+a time limit or at a terminate; ``_used_nodes`` sends the host only the nodes a search
+grew. Batches are padded to powers of two (``_bucket``) so that a handful of compiled
+programs serve every batch. Apart from the replay (``eval._analysis_replay``), which
+only plays moves, and from the replies (``eval._analysis_reply``), which only read
+the host's numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from eval.players import optimism_modules
+from gojax import GoState, play
+from gojax.katago_features import forget_history
+
+
+def _bucket(n: int, limit: int | None = None, smallest: int = 1) -> int:
+    """The padded size of ``n`` items: a power of two, at least ``smallest``, at most ``limit``."""
+    padded = max(smallest, 1 << max(n - 1, 0).bit_length())
+    return padded if limit is None else max(n, min(padded, limit))
+
+
+# One program: run eagerly, its selects cost a cached 19x19 query about 9%.
+_forget_history = jax.jit(forget_history)
+
+
+@jax.jit
+def _take(states: GoState, rows: jax.Array) -> GoState:
+    """``states[rows]`` for every field, as one program."""
+    return jax.tree.map(lambda x: x[rows], states)
+
+
+class _Ends(NamedTuple):
+    """What the host reads of the tree's states: which nodes end the game
+    (``principal_variation``) and who is to move at each (whose view a node's scores
+    take, ``subtree_score_distributions``)."""
+
+    terminated: jax.Array  # [B, N] bool
+    to_play: jax.Array  # [B, N] int8
+
+
+def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
+    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree)``, the
+    output's tree cut to what the host reads, and
+    ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
+    (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
+    ``(root, below)`` policy optimism; ``evaluate`` uses the root's.
+
+    A search given ``stop_at`` (root visits, ``[B]``) stops there; with ``keep_tree`` it
+    also returns its whole tree, which stays on the device: the ``tree`` to resume it
+    from. A tree sized for more visits than ``stop_at`` asks is the same search as one
+    sized for them (nodes are added in order), so one program serves every budget up to
+    its size."""
+    from gojax.evaluate import evaluate
+    from gojax.search import katago_evaluator, search
+
+    version = model.output_spec
+    net, root_net = optimism_modules(model, optimism)
+
+    @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes", "keep_tree"))
+    def run_search(
+        variables,
+        states,
+        key,
+        config,
+        avoid,
+        ownership=False,
+        keep_nodes=False,
+        tree=None,
+        stop_at=None,
+        keep_tree=False,
+    ):
+        def leaf_evaluator(module):
+            return katago_evaluator(
+                (module, variables, version), symmetry=symmetry, ownership=ownership
+            )
+
+        root_evaluator = None if root_net is None else leaf_evaluator(root_net)
+        result = search(
+            leaf_evaluator(net),
+            states,
+            key,
+            config,
+            avoid=avoid,
+            root_evaluator=root_evaluator,
+            tree=tree,
+            stop_at=stop_at,
+            resume=tree is not None,
+        )
+        # Only the root's prior and the statistics a PV needs go to the host, not the states
+        # nor, unless the moves' means are wanted (``keep_nodes``), the nodes' ownership
+        # (the root's mean is ``result.ownership``).
+        nodes_ownership = result.tree.raw_ownership
+        tree = result.tree.replace(
+            embeddings=_Ends(result.tree.embeddings.terminated, result.tree.embeddings.to_play),
+            children_prior_logits=result.tree.children_prior_logits[:, :1],
+            raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
+        )
+        return result.replace(tree=tree), (result.tree if keep_tree else None)
+
+    @jax.jit
+    def run_evaluate(variables, states, actions, key):
+        batch, listed = actions.shape
+        if listed:
+            children = jax.vmap(jax.vmap(play, in_axes=(None, 0)))(states, actions)
+            states = jax.tree.map(
+                lambda r, c: jnp.concatenate([r[:, None], c], axis=1).reshape(
+                    (batch * (1 + listed),) + r.shape[1:]
+                ),
+                states,
+                children,
+            )
+        out = evaluate(
+            root_net or net, variables, states, version=version, symmetry=symmetry, key=key
+        )
+        return {k: v.reshape((batch, 1 + listed) + v.shape[1:]) for k, v in out.items()}
+
+    return run_search, run_evaluate
+
+
+# A search run in parts (to report as it goes, or to stop at a time limit) adds at least
+# 1/_MOST_PARTS of its visits a part: at most about this many parts...
+_MOST_PARTS = 100
+# ... but never more than this many visits a part unless its speed says so: a long search
+# (KaTrain's pondering asks for 10,000,000 visits) reports at the cadence asked for, and its
+# first part, which measures its speed, is short.
+_LEAST_PART_CAP = 64
+
+
+def _search_in_parts(
+    search: Callable[..., tuple[Any, Any]],
+    key: jax.Array,
+    goals: list[int],
+    batch: int,
+    schedule: list[tuple[float, float]],
+    limits: list[float],
+    report: Callable[[Any, np.ndarray], None],
+    stopped: Callable[[], list[int]] | None = None,
+    poll: float = math.inf,
+    rate: float | None = None,
+) -> tuple[Any, float]:
+    """Run ``search(key, tree=..., stop_at=..., keep_tree=True)`` (``batch`` positions, the
+    first ``len(schedule)`` real) to ``goals[i]`` root visits each in parts, as KataGo
+    reports during a
+    search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
+    ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
+    seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
+    ``stop_at`` stay where they are while the others go on), or when ``stopped()``
+    (asked between parts, at least every ``poll`` seconds) names it (a terminate).
+    Each part is sized from the last one's speed (the first from ``rate``, visits a
+    second, if known; else it is a short one that measures it) to end at the next
+    report, limit or poll; the parts resume one search (``gojax.search.search``'s
+    ``resume``), so the last output is the one search's (a position stopped by its
+    limit: with the visits it had). Returns it and the last part's speed."""
+    real = len(schedule)
+    due = np.array([first for first, _ in schedule], np.float64)
+    every = np.array([gap for _, gap in schedule], np.float64)
+    limit = np.asarray(limits, np.float64)
+    goal = np.ones(batch, np.int64)  # padding rows: no simulations
+    goal[:real] = goals
+    visits = int(goal.max())
+    done = np.ones(batch, np.int64)
+    least = max(1, min(visits // _MOST_PARTS, _LEAST_PART_CAP))
+    start = time.monotonic()
+    tree, part = None, 0
+    while True:
+        live = done[:real] < goal[:real]
+        wait = min(due[live].min(initial=math.inf), limit[live].min(initial=math.inf))
+        wait = min(wait - (time.monotonic() - start), poll)
+        if not math.isfinite(wait):
+            step = visits
+        elif rate is None:  # a first part measures the speed
+            step = least
+        else:
+            step = max(least, int(rate * max(wait, 0.0)))
+        target = np.minimum(goal, done + step)
+        began = time.monotonic()
+        output, tree = search(
+            jax.random.fold_in(key, part),
+            tree=tree,
+            stop_at=jnp.asarray(target, jnp.int32),
+            keep_tree=True,
+        )
+        part += 1
+        jax.block_until_ready(tree)
+        rate = int((target - done).max(initial=0)) / max(time.monotonic() - began, 1e-6)
+        done = target
+        now = time.monotonic() - start
+        out_of_time = (now >= limit) & (done[:real] < goal[:real])
+        goal[:real][out_of_time] = done[:real][out_of_time]
+        if stopped is not None:
+            rows = np.asarray(stopped(), np.int64)
+            goal[rows] = done[rows]
+        live = done[:real] < goal[:real]
+        if not live.any():
+            return output, rate
+        rows = np.flatnonzero(live & (due <= now))
+        if rows.size:
+            report(output, rows)
+            due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
+
+
+# The tree's fields indexed by node (axis 1), as the host receives them (``_Ends`` too).
+_NODE_FIELDS = (
+    "node_visits",
+    "raw_values",
+    "node_values",
+    "node_scores",
+    "node_score_utilities",
+    "raw_score_utilities",
+    "raw_score_means",
+    "raw_score_stdevs",
+    "node_utility_squares",
+    "raw_ownership",
+    "parents",
+    "action_from_parent",
+    "children_index",
+    "children_visits",
+    "children_rewards",
+    "children_discounts",
+    "children_values",
+)
+
+
+@functools.partial(jax.jit, static_argnames=("nodes",))
+def _first_nodes(output: Any, nodes: int) -> Any:
+    """A search output with its tree cut to its first ``nodes`` nodes."""
+    tree = output.tree
+    cut = {name: getattr(tree, name)[:, :nodes] for name in _NODE_FIELDS}
+    ends = jax.tree.map(lambda x: x[:, :nodes], tree.embeddings)
+    return output.replace(tree=tree.replace(**cut, embeddings=ends))
+
+
+def _used_nodes(output: Any) -> Any:
+    """``output`` (on the device) with its tree cut to the nodes in use (a power of two
+    at least as many), so that a search stopped early, in a tree sized for many more
+    visits, sends the host only what it grew: a node is added at most once a visit, so
+    the root's visits bound them."""
+    capacity = output.tree.node_visits.shape[1]
+    used = int(jnp.max(output.tree.node_visits[:, 0]))
+    nodes = _bucket(used, capacity)
+    return output if nodes >= capacity else _first_nodes(output, nodes)
+
+
+# ----------------------------------------------------------------------------
+# Replies
