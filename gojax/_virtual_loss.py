@@ -101,7 +101,7 @@ def add_virtual_loss(
     goes in ``rewards`` (``values`` 0) so that a finished child's edge (discount 0) shows
     it too. ``at_root`` False leaves the root's edges as they are but their ``pending``
     counts (Gumbel's root: see the module's docstring). A batched walk up the parents,
-    as ``gojax.search._backward``.
+    as ``gojax._search_simulation._backward``.
     """
     batch, nodes = tree.node_visits.shape
     rows = jnp.arange(batch)
@@ -159,14 +159,14 @@ def first_visits(parent: jax.Array, action: jax.Array, active: jax.Array) -> jax
 
 
 # ``(keys [B], tree, pending [B, A] | None) -> (parent [B], action [B])``: one descent
-# of every tree (``gojax.search._simulate``), ``pending`` the root's pending descents
+# of every tree (``gojax._search_simulation._simulate``), ``pending`` the root's pending descents
 # for Gumbel's root rule.
 Descend = Callable[[jax.Array, Tree, jax.Array | None], tuple[jax.Array, jax.Array]]
 # ``(tree, key, parent, action, child, write, counted=None) -> tree``, all ``[B, K]``:
 # the edges evaluated (``write``) into their nodes, the visits ``counted`` at their
-# children (``gojax.search._expand``); or all ``[B]``, one edge per game, counted once.
+# children (``gojax._search_simulation._expand``); or all ``[B]``, one edge per game, counted once.
 Expand = Callable[..., Tree]
-# ``(tree, leaf [B]) -> tree``: one backup per game (``gojax.search._backward``).
+# ``(tree, leaf [B]) -> tree``: one backup per game (``gojax._search_simulation._backward``).
 Backward = Callable[[Tree, jax.Array], Tree]
 
 
@@ -191,7 +191,7 @@ def run_simulations(
     step fewer, so that the root ends with exactly its target). ``radius``: the largest
     utility of a visit (a virtual loss is worth ``-radius``). ``halving``: the root rule
     is Gumbel's sequential halving, given the root's pending descents instead of
-    virtual losses. The keys split as ``gojax.search._run_simulations``' do: with
+    virtual losses. The keys split as ``gojax._search_simulation._run_simulations``' do: with
     ``leaf_batch = 1`` the trees are the same, node for node.
     """
     batch = tree.node_visits.shape[0]
