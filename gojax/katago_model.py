@@ -37,6 +37,10 @@ onto ``nn.BatchNorm`` as ``scale``, ``bias`` with running ``mean = 0`` and
 Every problem (unreadable gzip, truncation, wrong token, bad shape,
 non-finite weight, unknown block kind, unsupported version) raises
 ``ValueError`` naming the file and the layer.
+
+The reading of records (tokens, float blocks, layer shapes) is in
+``gojax._katago_format`` and the writing in ``gojax._katago_writer``; this module
+walks a file's records in the net's order into a :class:`KataGoModel`.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
-import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,8 +56,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from gojax.atomic import write_atomic
-from gojax.katago_outputs import VERSIONS, OutputSpec, score_channels
+from gojax._katago_format import (
+    _BLOCK_KINDS,
+    _INNER_BLOCK_KINDS,
+    NUM_GLOBAL_V7,
+    NUM_SPATIAL_V7,
+    SUPPORTED_VERSIONS,
+    Params,
+    _Parser,
+    _Reader,
+)
+from gojax._katago_writer import save_model
+from gojax.katago_outputs import OutputSpec, score_channels
 from gojax.nn import (
     BN_EPSILON,
     GPOOL,
@@ -65,22 +78,16 @@ from gojax.nn import (
     with_winograd_kernels,
 )
 
-SUPPORTED_VERSIONS = VERSIONS  # what the output post-processing reads
-NUM_SPATIAL_V7 = 22
-NUM_GLOBAL_V7 = 19
-_INNER_BLOCK_KINDS = ("ordinary_block", "gpool_block")
-_BLOCK_KINDS = (*_INNER_BLOCK_KINDS, "nested_bottleneck_block")
-# Activation tokens of version >= 11 files -> KataGoConfig activations.
-_ACTIVATIONS = {
-    "ACTIVATION_RELU": "relu",
-    "ACTIVATION_MISH": "mish",
-    "ACTIVATION_SILU": "silu",
-    "ACTIVATION_IDENTITY": "identity",
-}
-_TOKEN = re.compile(rb"\S+")
-_WHITESPACE = b" \t\n\r\v\f"
-
-Params = dict[str, Any]
+__all__ = [
+    "NUM_GLOBAL_V7",
+    "NUM_SPATIAL_V7",
+    "SUPPORTED_VERSIONS",
+    "KataGoModel",
+    "Params",
+    "load_model",
+    "parse_model",
+    "save_model",
+]
 
 
 @dataclasses.dataclass
@@ -142,232 +149,6 @@ def _leaves(tree: Params) -> Iterator[np.ndarray]:
             yield from _leaves(value)
         else:
             yield value
-
-
-class _Reader:
-    """Token and float-block reader over the decompressed model bytes."""
-
-    def __init__(self, data: bytes, binary: bool, source: str) -> None:
-        self.data = data
-        self.pos = 0
-        self.binary = binary
-        self.source = source
-
-    def fail(self, message: str) -> ValueError:
-        return ValueError(f"{self.source}: {message}")
-
-    def token(self, what: str) -> str:
-        match = _TOKEN.search(self.data, self.pos)
-        if match is None:
-            raise self.fail(f"truncated: expected {what}, found end of file")
-        self.pos = match.end()
-        try:
-            return match.group().decode("ascii")
-        except UnicodeDecodeError:
-            raise self.fail(f"expected {what}, found binary data") from None
-
-    def integer(self, what: str) -> int:
-        text = self.token(what)
-        try:
-            return int(text)
-        except ValueError:
-            raise self.fail(f"expected {what} (an integer), found {text[:40]!r}") from None
-
-    def positive(self, what: str) -> int:
-        value = self.integer(what)
-        if value <= 0:
-            raise self.fail(f"{what} must be positive, found {value}")
-        return value
-
-    def number(self, what: str) -> float:
-        text = self.token(what)
-        try:
-            value = float(text)
-        except ValueError:
-            raise self.fail(f"expected {what} (a number), found {text[:40]!r}") from None
-        if not np.isfinite(value):
-            raise self.fail(f"{what} is not finite: {text}")
-        return value
-
-    def floats(self, count: int, layer: str) -> np.ndarray:
-        """``count`` weights of ``layer`` as float32, checked finite."""
-        if self.binary:
-            values = self._binary_floats(count, layer)
-        else:
-            values = self._text_floats(count, layer)
-        if not np.all(np.isfinite(values)):
-            bad = int(np.argmin(np.isfinite(values)))
-            raise self.fail(f"non-finite weight in layer {layer} (value {bad} is {values[bad]})")
-        return values
-
-    def _binary_floats(self, count: int, layer: str) -> np.ndarray:
-        # Only whitespace may separate the header from the @BIN@ marker.
-        start = self.pos
-        while self.pos < len(self.data) and self.data[self.pos] in _WHITESPACE:
-            self.pos += 1
-            if self.pos - start > 100:
-                break
-        if self.data[self.pos : self.pos + 5] != b"@BIN@":
-            if self.pos >= len(self.data):
-                raise self.fail(f"truncated at layer {layer}: expected {count} floats")
-            found = self.data[self.pos : self.pos + 12]
-            raise self.fail(
-                f"layer {layer}: expected a binary float block '@BIN@', found {found!r} "
-                "(is this a text model named .bin?)"
-            )
-        self.pos += 5
-        end = self.pos + 4 * count
-        if end > len(self.data):
-            have = (len(self.data) - self.pos) // 4
-            raise self.fail(f"truncated at layer {layer}: expected {count} floats, found {have}")
-        values = np.frombuffer(self.data, dtype="<f4", count=count, offset=self.pos)
-        self.pos = end
-        return values.astype(np.float32)
-
-    def _text_floats(self, count: int, layer: str) -> np.ndarray:
-        tokens = []
-        for _ in range(count):
-            match = _TOKEN.search(self.data, self.pos)
-            if match is None:
-                raise self.fail(
-                    f"truncated at layer {layer}: expected {count} floats, found {len(tokens)}"
-                )
-            tokens.append(match.group())
-            self.pos = match.end()
-        try:
-            return np.array(tokens).astype(np.float64).astype(np.float32)
-        except ValueError:
-            raise self.fail(
-                f"layer {layer}: weights are not all numbers (is this a binary model named .txt?)"
-            ) from None
-
-    def at_end(self) -> bool:
-        return _TOKEN.search(self.data, self.pos) is None
-
-
-class _Parser:
-    """Walks the layer records in KataGo's order, checking shapes, building params."""
-
-    def __init__(self, reader: _Reader, version: int) -> None:
-        self.r = reader
-        self.version = version
-        self.activations: dict[str, str] = {}  # kind -> the first layer that uses it
-        self.block_kernels: set[int] = set()
-
-    def fail(self, message: str) -> ValueError:
-        return self.r.fail(message)
-
-    def conv(
-        self, path: str, in_channels: int | None = None, out_channels: int | None = None
-    ) -> tuple[np.ndarray, int]:
-        """A conv record: ``({"kernel": [ky, kx, in, out]}, kernel side)``."""
-        name = self.r.token(f"conv layer name at {path}")
-        layer = _layer_path(path, name)
-        ky = self.r.positive(f"{layer}: kernel height")
-        kx = self.r.positive(f"{layer}: kernel width")
-        ic = self.r.positive(f"{layer}: input channels")
-        oc = self.r.positive(f"{layer}: output channels")
-        dy = self.r.positive(f"{layer}: dilation y")
-        dx = self.r.positive(f"{layer}: dilation x")
-        if ky != kx or ky % 2 != 1:
-            raise self.fail(f"layer {layer}: unsupported kernel {ky}x{kx} (must be square, odd)")
-        if (dy, dx) != (1, 1):
-            raise self.fail(f"layer {layer}: unsupported dilation {dy}x{dx}")
-        self._check(layer, "input channels", ic, in_channels)
-        self._check(layer, "output channels", oc, out_channels)
-        weights = self.r.floats(ky * kx * ic * oc, layer)
-        return {"kernel": weights.reshape(ky, kx, ic, oc)}, ky
-
-    def bn(self, path: str, channels: int) -> tuple[dict, dict]:
-        """A BatchNorm record, folded: ``({"scale", "bias"}, {"mean", "var"})``."""
-        name = self.r.token(f"batch norm name at {path}")
-        layer = _layer_path(path, name)
-        n = self.r.positive(f"{layer}: channels")
-        self._check(layer, "channels", n, channels)
-        eps = self.r.number(f"{layer}: epsilon")
-        if eps <= 0:
-            raise self.fail(f"layer {layer}: epsilon must be positive, found {eps}")
-        has_scale = self._flag(f"{layer}: hasScale")
-        has_bias = self._flag(f"{layer}: hasBias")
-        mean = self.r.floats(n, layer).astype(np.float64)
-        var = self.r.floats(n, layer).astype(np.float64)
-        gamma = self.r.floats(n, layer).astype(np.float64) if has_scale else np.ones(n)
-        beta = self.r.floats(n, layer).astype(np.float64) if has_bias else np.zeros(n)
-        if np.any(var + eps <= 0):
-            raise self.fail(f"layer {layer}: variance + epsilon must be positive")
-        scale = gamma / np.sqrt(var + eps)
-        bias = beta - scale * mean
-        return (
-            {"scale": scale.astype(np.float32), "bias": bias.astype(np.float32)},
-            # var + eps == 1 makes the module's BN compute exactly x * scale + bias.
-            {"mean": np.zeros(n, np.float32), "var": np.full(n, 1.0 - BN_EPSILON, np.float32)},
-        )
-
-    def activation(self, path: str, main: bool = True) -> str:
-        """An activation record: its kind (always ReLU before version 11). ``main``: one of
-        the net's BN activations, which must all be of one kind (``KataGoConfig.activation``)."""
-        name = self.r.token(f"activation name at {path}")
-        if self.version < 11:
-            return "relu"
-        layer = _layer_path(path, name)
-        token = self.r.token(f"{layer}: activation kind")
-        if token not in _ACTIVATIONS:
-            known = ", ".join(_ACTIVATIONS)
-            raise self.fail(f"layer {layer}: unknown activation {token[:40]!r} (known: {known})")
-        kind = _ACTIVATIONS[token]
-        if main:
-            self.activations.setdefault(kind, layer)
-            if len(self.activations) > 1:
-                kinds = ", ".join(f"{k} (first at {at})" for k, at in self.activations.items())
-                raise self.fail(f"layer {layer}: mixed activations are not supported: {kinds}")
-        return kind
-
-    def zeros(self, count: int, what: str) -> None:
-        """``count`` option slots that KataGo reserves for later use: each must be 0."""
-        for i in range(count):
-            value = self.r.integer(f"{what} {i + 1}")
-            if value != 0:
-                raise self.fail(
-                    f"{what} {i + 1} is {value}: an option this reader does not know "
-                    "(written by a newer KataGo?)"
-                )
-
-    def matmul(
-        self, path: str, in_channels: int | None = None, out_channels: int | None = None
-    ) -> np.ndarray:
-        """A matmul record: ``[in, out]`` weights."""
-        name = self.r.token(f"matmul layer name at {path}")
-        layer = _layer_path(path, name)
-        ic = self.r.positive(f"{layer}: input channels")
-        oc = self.r.positive(f"{layer}: output channels")
-        self._check(layer, "input channels", ic, in_channels)
-        self._check(layer, "output channels", oc, out_channels)
-        return self.r.floats(ic * oc, layer).reshape(ic, oc)
-
-    def matbias(self, path: str, channels: int) -> np.ndarray:
-        name = self.r.token(f"bias layer name at {path}")
-        layer = _layer_path(path, name)
-        n = self.r.positive(f"{layer}: channels")
-        self._check(layer, "channels", n, channels)
-        return self.r.floats(n, layer)
-
-    def _flag(self, what: str) -> bool:
-        value = self.r.integer(what)
-        if value not in (0, 1):
-            raise self.fail(f"{what} must be 0 or 1, found {value}")
-        return bool(value)
-
-    def _check(self, layer: str, what: str, found: int, expected: int | None) -> None:
-        if expected is not None and found != expected:
-            raise self.fail(f"layer {layer}: {what} is {found}, expected {expected}")
-
-
-def _layer_path(path: str, name: str) -> str:
-    """``trunk`` + ``rconv3/w1a`` -> ``trunk/rconv3/w1a``, for error messages."""
-    parts = path.split("/")
-    if name.split("/")[0] == parts[-1]:
-        return "/".join(parts[:-1] + [name])
-    return f"{path}/{name}"
 
 
 def _put_bn(params: Params, stats: Params, key: str, folded: tuple[dict, dict]) -> None:
@@ -663,207 +444,3 @@ def _read_model(path: Path) -> KataGoModel:
             raise ValueError(
                 f"{source}: neither a binary nor a text model: {binary_error}; {text_error}"
             ) from None
-
-
-def _fold_stats(params: Params, stats: Params, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Inference affine ``(scale, bias)`` of one ``nn.BatchNorm`` (params + batch_stats)."""
-    scale = np.asarray(params["scale"], np.float64)
-    bias = np.asarray(params["bias"], np.float64)
-    mean = np.asarray(stats["mean"], np.float64)
-    var = np.asarray(stats["var"], np.float64)
-    s = scale / np.sqrt(var + eps)
-    return s, bias - s * mean
-
-
-_ACTIVATION_TOKENS = {kind: token for token, kind in _ACTIVATIONS.items()}
-
-
-def _check_writable(config: KataGoConfig, version: int) -> None:
-    """Refuse a ``version`` whose file layout cannot hold ``config``."""
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(f"model version {version} is not supported")
-    problems = []
-    if config.score_channels != score_channels(version):
-        problems.append(f"score_channels {score_channels(version)}")
-    if version < 11 and config.activation != "relu":
-        problems.append("activation relu (activation kinds start at version 11)")
-    if version < 15 and config.pass_activation is not None:
-        problems.append("no pass hidden layer (pass_activation None before version 15)")
-    if version >= 15 and config.pass_activation is None:
-        problems.append("a pass hidden layer (pass_activation)")
-    if version >= 12:
-        outputs = {12: 2, 13: 2, 14: 2, 15: 2, 16: 4}.get(version, config.policy_outputs)
-        if not config.optimistic_policy or config.policy_outputs != outputs:
-            problems.append(f"optimistic_policy with policy_outputs {outputs}")
-    elif config.optimistic_policy:
-        problems.append("no optimistic policy (it starts at version 12)")
-    if problems:
-        raise ValueError(f"model version {version} needs " + "; ".join(problems))
-
-
-def save_model(
-    path: str | Path,
-    config: KataGoConfig,
-    variables: dict[str, Params],
-    *,
-    name: str = "gojax",
-    version: int = 8,
-    output_spec: OutputSpec | None = None,
-) -> None:
-    """Write a ``KataGoNet``'s variables as a KataGo model file (binary or text by suffix).
-
-    BN running statistics are folded into each layer's scale and bias (with
-    mean 0, variance 1, epsilon 1e-20 in the file), as KataGo's own exporter
-    does after training. ``version`` must fit ``config`` (score channels, activation,
-    policy channels, pass layer: see ``parse_model``); of a net with
-    ``policy_outputs=2`` and no optimistic policy only the move policy (channel 0) is
-    written, in versions 8-11. ``output_spec``: the multipliers a version >= 13 file
-    stores (KataGo's defaults if None).
-    """
-    _check_writable(config, version)
-    if not name or any(ch.isspace() for ch in name):
-        raise ValueError(f"model name must be one non-empty token, not {name!r}")
-    spec = output_spec or OutputSpec(version)
-    path = Path(path)
-    lower = path.name.lower()
-    binary = not lower.endswith((".txt", ".txt.gz"))
-    params = _to_numpy(variables["params"])
-    stats = _to_numpy(variables.get("batch_stats", {}))
-    eps = config.bn_epsilon
-    out: list[bytes] = []
-
-    def tokens(*items: object) -> None:
-        out.append(("\n".join(str(x) for x in items) + "\n").encode("ascii"))
-
-    def floats(array: np.ndarray) -> None:
-        flat = np.asarray(array, np.float32).reshape(-1)
-        if binary:
-            out.append(b"@BIN@" + flat.astype("<f4").tobytes() + b"\n")
-        else:
-            out.append((" ".join(repr(float(v)) for v in flat) + "\n").encode("ascii"))
-
-    def conv(label: str, kernel: np.ndarray) -> None:
-        ky, kx, ic, oc = kernel.shape
-        tokens(label, ky, kx, ic, oc, 1, 1)
-        floats(kernel)
-
-    def bn(label: str, p: Params, s: Params) -> None:
-        scale, bias = _fold_stats(p, s, eps)
-        n = scale.shape[0]
-        tokens(label, n, 1e-20, 1, 1)
-        floats(np.zeros(n))
-        floats(np.ones(n))
-        floats(scale)
-        floats(bias)
-
-    def activation(label: str, kind: str = config.activation) -> None:
-        if version >= 11:
-            tokens(label, _ACTIVATION_TOKENS[kind])
-        else:
-            tokens(label)
-
-    def matmul(label: str, kernel: np.ndarray) -> None:
-        tokens(label, *kernel.shape)
-        floats(kernel)
-
-    def matbias(label: str, bias: np.ndarray) -> None:
-        tokens(label, bias.shape[0])
-        floats(bias)
-
-    def block(key: str, kind: str, bp: Params, bs: Params) -> None:
-        tokens("ordinary_block" if kind == ORDINARY else "gpool_block", key)
-        bn(f"{key}/norm1", bp["norm1"], bs["norm1"])
-        activation(f"{key}/actv1")
-        if kind == ORDINARY:
-            conv(f"{key}/w1", bp["w1"]["kernel"])
-        else:
-            conv(f"{key}/w1a", bp["w1a"]["kernel"])
-            conv(f"{key}/w1b", bp["w1b"]["kernel"])
-            bn(f"{key}/norm1b", bp["norm1b"], bs["norm1b"])
-            activation(f"{key}/actv1b")
-            matmul(f"{key}/w1r", bp["w1r"]["kernel"])
-        bn(f"{key}/norm2", bp["norm2"], bs["norm2"])
-        activation(f"{key}/actv2")
-        conv(f"{key}/w2", bp["w2"]["kernel"])
-
-    c = config.trunk_channels
-    k = config.policy_outputs if config.optimistic_policy else 1
-    tokens(name, version, config.num_spatial, config.num_global)
-    if version >= 13:
-        tokens(
-            spec.td_score_multiplier,
-            spec.score_mean_multiplier,
-            spec.score_stdev_multiplier,
-            spec.lead_multiplier,
-            spec.variance_time_multiplier,
-            spec.shortterm_value_error_multiplier,
-            spec.shortterm_score_error_multiplier,
-        )
-    if version >= 15:
-        tokens(0, 0, *[0] * 6)  # no metadata encoder, plain pass-alive inputs, spare slots
-    tokens("trunk", len(config.blocks), c, config.mid_channels, config.regular_channels)
-    tokens(config.mid_channels - config.regular_channels or 1, config.gpool_channels)
-    if version >= 15:
-        tokens(0, *[0] * 5)  # BatchNorm trunk tip, spare slots
-    conv("conv1", params["conv1"]["kernel"])
-    matmul("ginputw", params["ginput"]["kernel"])
-    for i, kind in enumerate(config.blocks):
-        key = f"rconv{i + 1}"
-        bp, bs = params[key], stats[key]
-        if not isinstance(kind, tuple):
-            block(key, kind, bp, bs)
-            continue
-        tokens("nested_bottleneck_block", key, len(kind) - 1)
-        bn(f"{key}/normp", bp["normp"], bs["normp"])
-        activation(f"{key}/actvp")
-        conv(f"{key}/wp", bp["wp"]["kernel"])
-        for j, inner in enumerate(kind[1:]):
-            block(f"{key}/inner{j + 1}", inner, bp[f"inner{j + 1}"], bs[f"inner{j + 1}"])
-        bn(f"{key}/normq", bp["normq"], bs["normq"])
-        activation(f"{key}/actvq")
-        conv(f"{key}/wq", bp["wq"]["kernel"])
-    bn("trunk/norm", params["trunk_norm"], stats["trunk_norm"])
-    activation("trunk/actv")
-    pp, ps = params["policy"], stats["policy"]
-    tokens("policyhead")
-    if version >= 17:
-        tokens(k, 0, 0, 0)
-    conv("p1/intermediate_conv/w", pp["p1"]["kernel"])
-    conv("g1/w", pp["g1"]["kernel"])
-    bn("g1/norm", pp["g1_norm"], ps["g1_norm"])
-    activation("g1/actv")
-    matmul("matmulg2w", pp["g2"]["kernel"])
-    bn("p1/norm", pp["p1_norm"], ps["p1_norm"])
-    activation("p1/actv")
-    # Versions 8-11 hold the move policy alone: an opponent-reply channel stays behind.
-    conv("p2/w", pp["p2"]["kernel"][..., :k])
-    if version >= 15:
-        matmul("matmulpass", pp["pass1"]["kernel"])
-        matbias("matbiaspass", pp["pass1"]["bias"])
-        activation("passactv", config.pass_activation)
-        matmul("matmulpass2", pp["pass"]["kernel"])
-    else:
-        matmul("matmulpass", pp["pass"]["kernel"][..., :k])
-    vp, vs = params["value"], stats["value"]
-    tokens("valuehead")
-    if version >= 17:
-        tokens(0, 0, 0)
-    conv("v1/w", vp["v1"]["kernel"])
-    bn("v1/norm", vp["v1_norm"], vs["v1_norm"])
-    activation("v1/actv")
-    matmul("v2/w", vp["v2"]["kernel"])
-    matbias("v2/b", vp["v2"]["bias"])
-    activation("v2/actv")
-    matmul("v3/w", vp["v3"]["kernel"])
-    matbias("v3/b", vp["v3"]["bias"])
-    matmul("sv3/w", vp["sv3"]["kernel"])
-    matbias("sv3/b", vp["sv3"]["bias"])
-    conv("vownership/w", vp["ownership"]["kernel"])
-    data = b"".join(out)
-    write_atomic(path, gzip.compress(data) if lower.endswith(".gz") else data)
-
-
-def _to_numpy(tree: Any) -> Any:
-    if isinstance(tree, dict) or hasattr(tree, "items"):
-        return {k: _to_numpy(v) for k, v in tree.items()}
-    return np.asarray(tree)
