@@ -1,12 +1,38 @@
-"""gojax: exact, batched Go rules in JAX.
+"""gojax: Go in JAX -- exact, batched rules, and the features, networks and search
+built on them.
 
-The board functions are written for one board; batch them with ``jax.vmap``:
+The package's own names are the rules: positions (``GoState``), moves, legality and
+scoring under the rule presets, coordinates, board symmetries, setup stones, replays,
+and the input planes of AlphaGo Zero and AlphaGo. The board functions are written for
+one board; batch them with ``jax.vmap``:
 
 >>> import jax, gojax
 >>> state = gojax.new_game(9, rules="chinese", komi=7.0)
 >>> state = gojax.play(state, gojax.gtp_to_action("E5", 9))
 >>> bool(gojax.legal_moves(state)[40])  # E5 is now occupied
 False
+
+The rest are modules, imported by name:
+
+* ``gojax.katago_features``, ``gojax.katago_outputs``: KataGo's input features and the
+  post-processing of its nets' outputs;
+* ``gojax.nn``: the Flax networks (KataGo's, AlphaGo Zero's, AlphaGo's) and their
+  presets; ``gojax.katago_model`` reads and writes KataGo model files;
+  ``gojax.winograd``: the CPU's 3x3 convolutions;
+* ``gojax.evaluate``: batched evaluation of positions by a net (features, symmetries,
+  post-processing);
+* ``gojax.search``: batched tree search (PUCT, KataGo's PUCT, Gumbel MuZero, UCB1) on
+  ``mctx`` trees, with tree reuse, virtual loss and KataGo's score utility;
+  ``gojax.uct``: classical UCT with random rollouts, ``gojax.rollout_policy``: AlphaGo's
+  fast rollout policy;
+* ``gojax.games``: what games are played and recorded with; ``gojax.sgf``: SGF records;
+  ``gojax.render``: text and SVG boards;
+* ``gojax.verify``: checks of the rules and of a net against KataGo's records;
+  ``gojax.atomic``: atomic file writes.
+
+The code lives in private (``_``-prefixed) modules behind these. Training (``train``)
+and evaluation (``eval``, the ``gojax`` command line) sit above this package and import
+from it, never the other way round.
 """
 
 from gojax._xla_flags import prefer_eigen_convolutions
