@@ -23,27 +23,50 @@ all count as alive, the position as it stands, when the rules say so (a
 ``tromp-taylor`` game ended by two passes: that count is the board's) or when
 the player has no ownership to judge with (no network, or a net that never
 learned ownership).
+
+The pieces below the engine live in private modules, this one names them too:
+``eval._engine_time`` (time systems, clocks, a move's share of the time),
+``eval._engine_scoring`` (dead stones and the final count, mixed into :class:`Engine`),
+``eval._engine_records`` (the game's moves, SGF out and in, mixed in too),
+``eval._engine_rules`` (the presets as KGS and KataGo's JSON name them) and
+``eval._engine_error`` (:class:`EngineError`); ``eval.engine_replay`` replays a game's
+moves in compiled segments.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import threading
 import time
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from eval._engine_error import EngineError
+from eval._engine_records import MOVES_PER_POINT, Move, _Records
+from eval._engine_rules import RULES_FOR_KGS, rules_from_json, rules_json
+from eval._engine_scoring import (
+    ALIVE_MEAN_OWNERSHIP,
+    ALIVE_WORST_OWNERSHIP,
+    _Scoring,
+    dead_chains,
+)
+from eval._engine_time import (
+    DELAY_MOVE_MAX,
+    Clock,
+    TimeKind,
+    TimeSettings,
+    allocate_time,
+    expected_moves_left,
+    move_delay,
+)
 from eval.engine_replay import SEGMENT, replay_moves
 from eval.players import Analysis, Player, _live, root_moves
 from gojax import (
     BLACK,
-    EMPTY,
-    RULE_PRESETS,
     WHITE,
     GoState,
     SetupError,
@@ -53,201 +76,41 @@ from gojax import (
     new_game,
     place_stones,
     play,
-    score,
-    sgf,
 )
 from gojax.games import (
     MAX_SIZE,
     MIN_SIZE,
     handicap_bonus,
     neighbor_table,
-    result_string,
-    rules_of_record,
 )
 from gojax.katago_features import forget_history
 
+__all__ = [
+    "ALIVE_MEAN_OWNERSHIP",
+    "ALIVE_WORST_OWNERSHIP",
+    "DELAY_MOVE_MAX",
+    "KATAGO_RESIGN_WINRATE",
+    "MOVES_PER_POINT",
+    "RESIGN",
+    "RULES_FOR_KGS",
+    "Clock",
+    "Engine",
+    "EngineError",
+    "Move",
+    "TimeKind",
+    "TimeSettings",
+    "allocate_time",
+    "dead_chains",
+    "expected_moves_left",
+    "move_delay",
+    "rules_from_json",
+    "rules_json",
+]
+
 RESIGN = -1  # genmove's answer when the engine resigns
-# Moves a game keeps in its superko history, per point of the board (Engine.max_moves).
-MOVES_PER_POINT = 4
 # KataGo's default resignThreshold, -0.9 on its [-1, 1] win-loss utility, as a win rate.
 KATAGO_RESIGN_WINRATE = 0.05
 _forget_history = jax.jit(forget_history)  # one program, not an op by op dispatch
-TimeKind = Literal["none", "absolute", "canadian", "byoyomi", "fischer"]
-
-
-class EngineError(ValueError):
-    """A request the engine refuses; the message is GTP's error text."""
-
-
-# ----------------------------------------------------------------------------
-# Time control
-
-
-@dataclasses.dataclass(frozen=True)
-class TimeSettings:
-    """A time system (seconds).
-
-    * ``none``: no limit;
-    * ``absolute``: ``main_time`` for the whole game;
-    * ``canadian``: after main time, ``period_time`` for every ``period_stones`` moves;
-    * ``byoyomi`` (Japanese): after main time, ``periods`` periods of
-      ``period_time``; a move made within a period does not use it up;
-    * ``fischer``: ``main_time``, and ``increment`` added after every move, the
-      clock then cut to ``main_limit``; no move may take more than
-      ``max_per_move`` (KataGo's ``fischer`` and ``fischer-capped``).
-    """
-
-    kind: TimeKind = "none"
-    main_time: float = 0.0
-    period_time: float = 0.0
-    period_stones: int = 0  # canadian
-    periods: int = 0  # byoyomi
-    increment: float = 0.0  # fischer
-    main_limit: float = math.inf  # fischer
-    max_per_move: float = math.inf  # fischer
-
-    @classmethod
-    def from_gtp(cls, main_time: float, byo_time: float, byo_stones: int) -> TimeSettings:
-        """GTP ``time_settings``: absolute when ``byo_time`` is 0; no limit when
-        ``byo_stones`` is 0 with ``byo_time`` > 0; Canadian otherwise."""
-        if byo_time <= 0:
-            return cls("absolute", main_time=main_time)
-        if byo_stones <= 0:
-            return cls("none")
-        return cls("canadian", main_time, byo_time, period_stones=byo_stones)
-
-
-@dataclasses.dataclass
-class Clock:
-    """One player's time left, as the controller last told it (or as we counted)."""
-
-    main_left: float = math.inf
-    in_overtime: bool = False
-    period_left: float = 0.0  # time left in the current Canadian block or byo-yomi period
-    stones_left: int = 0  # Canadian: moves still due in the current block
-    periods_left: int = 0  # byo-yomi: periods left, the current one included
-
-    @classmethod
-    def start(cls, settings: TimeSettings) -> Clock:
-        if settings.kind == "none":
-            return cls()
-        clock = cls(main_left=settings.main_time)
-        if settings.kind != "absolute" and settings.main_time <= 0:
-            clock.enter_overtime(settings)
-        return clock
-
-    def enter_overtime(self, settings: TimeSettings) -> None:
-        self.main_left = 0.0
-        self.in_overtime = True
-        self.period_left = settings.period_time
-        self.stones_left = settings.period_stones
-        self.periods_left = settings.periods
-
-    def told(self, settings: TimeSettings, seconds: float, stones: int) -> None:
-        """GTP ``time_left``: ``stones`` 0 means main time (or the whole game when absolute).
-
-        Under Japanese byo-yomi KGS sends the periods left in place of stones.
-        """
-        if settings.kind == "none":
-            return
-        if stones <= 0 or settings.kind in ("absolute", "fischer"):
-            self.main_left, self.in_overtime = max(seconds, 0.0), False
-            return
-        self.main_left, self.in_overtime = 0.0, True
-        self.period_left = max(seconds, 0.0)
-        if settings.kind == "byoyomi":
-            self.periods_left = stones
-        else:
-            self.stones_left = stones
-
-    def spend(self, settings: TimeSettings, seconds: float) -> None:
-        """Count ``seconds`` spent on one move (for controllers that never send time_left)."""
-        if settings.kind == "none":
-            return
-        if settings.kind == "fischer":
-            left = max(self.main_left - seconds, 0.0) + settings.increment
-            self.main_left = min(left, settings.main_limit)
-            return
-        if not self.in_overtime:
-            self.main_left -= seconds
-            if self.main_left >= 0 or settings.kind == "absolute":
-                self.main_left = max(self.main_left, 0.0)
-                return
-            seconds = -self.main_left
-            self.enter_overtime(settings)
-        if settings.kind == "canadian":
-            self.period_left -= seconds
-            self.stones_left -= 1
-            if self.stones_left <= 0:  # block done: a fresh one
-                self.period_left = settings.period_time
-                self.stones_left = settings.period_stones
-        else:
-            while seconds > self.period_left and self.periods_left > 1:
-                seconds -= self.period_left
-                self.periods_left -= 1
-                self.period_left = settings.period_time
-            self.period_left = settings.period_time  # a move within a period resets it
-
-
-def expected_moves_left(size: int, move_number: int) -> float:
-    """How many more moves the player to move should budget for (at least 5).
-
-    A game lasts about ``0.7 * size^2 + 10`` plies on any board (19x19 ≈ 260);
-    late in the game we still reserve for a fifth of the board's points.
-    """
-    points = size * size
-    plies = max(0.7 * points + 10 - move_number, 0.2 * points)
-    return max(plies / 2, 5.0)
-
-
-def allocate_time(
-    settings: TimeSettings,
-    clock: Clock,
-    *,
-    moves_left: float,
-    lag: float = 1.0,
-    safety: float = 0.1,
-) -> float | None:
-    """Seconds to think about the next move, or ``None`` without a time limit.
-
-    The hard limit for one move is what the clock allows before the player
-    loses (main time plus what overtime may add for this one move); the
-    answer is a share of the time (main time spread over ``moves_left``
-    moves, plus most of a period in overtime) and never more than the hard
-    limit minus ``lag`` (the controller's and network's delays) and a
-    ``safety`` fraction of it. It is 0 when nothing may be spent.
-    """
-    if settings.kind == "none":
-        return None
-    if settings.kind == "absolute":
-        limit = clock.main_left
-        share = clock.main_left / moves_left
-    elif settings.kind == "fischer":
-        # The increment comes back after every move: spend it, and a share of the rest.
-        limit = min(clock.main_left, settings.max_per_move)
-        share = clock.main_left / moves_left + settings.increment
-    elif not clock.in_overtime:
-        if settings.kind == "canadian":
-            per_stone = settings.period_time / max(settings.period_stones, 1)
-        else:
-            per_stone = settings.period_time if settings.periods > 0 else 0.0
-        # Overtime starts within the move: only the first stone's share may be counted on.
-        limit = clock.main_left + per_stone
-        share = clock.main_left / moves_left + 0.5 * per_stone
-    elif settings.kind == "canadian":
-        limit = clock.period_left
-        share = clock.period_left / max(clock.stones_left, 1)
-    else:  # byo-yomi: the period comes back after every move made within it
-        limit = clock.period_left if clock.periods_left > 0 else 0.0
-        share = limit
-    if not math.isfinite(limit):
-        return None
-    usable = limit * (1.0 - safety) - lag
-    return float(max(0.0, min(share, usable)))
-
-
-# ----------------------------------------------------------------------------
-# The engine
 
 
 def _may_pass(allowed: np.ndarray | None) -> bool:
@@ -255,35 +118,7 @@ def _may_pass(allowed: np.ndarray | None) -> bool:
     return allowed is None or bool(allowed[-1])
 
 
-def _colour(player: int) -> str:
-    return "B" if player == BLACK else "W"
-
-
-@dataclasses.dataclass
-class Move:
-    """A move of the game record: ``colour`` +1/-1, ``action`` (pass = size*size)."""
-
-    colour: int
-    action: int
-
-
-# KataGo's delayMoveMax default: no cap worth the name.
-DELAY_MOVE_MAX = 1e6
-
-
-def move_delay(prior: float, scale: float, maximum: float, rng: np.random.Generator) -> float:
-    """Seconds to wait before answering a ``genmove``: KataGo's ``delayMoveScale`` and
-    ``delayMoveMax``, which make a bot move at a human's pace. Gamma(2)-distributed with
-    mean ``0.5 * scale / (prior + 0.1)`` (an obvious move, of high ``prior``, comes
-    quickly; a surprising one slowly), at most ``maximum``, at least 0.1 ms; 0 when
-    ``scale`` or ``maximum`` is 0 (KataGo's default scale: no delay)."""
-    if scale <= 0 or maximum <= 0:
-        return 0.0
-    mean = 0.5 * scale / (max(prior, 0.0) + 0.10)
-    return float(min(max(rng.gamma(2.0) * mean / 2.0, 1e-4), maximum))
-
-
-class Engine:
+class Engine(_Scoring, _Records):
     """One game of Go under GTP: position, history, clocks and a player.
 
     Args:
@@ -850,204 +685,3 @@ class Engine:
 
     def time_left(self, colour: int, seconds: float, stones: int) -> None:
         self.clocks[colour].told(self.time_settings, seconds, stones)
-
-    # -- scoring --------------------------------------------------------------
-
-    def margin(self, dead: np.ndarray | None = None) -> float:
-        """Black's margin by the rules' count (:func:`gojax.score`), handicap bonus in komi.
-
-        ``dead``: ``[P]`` bool, stones removed first (the opponent's prisoners).
-        """
-        state = self.state if dead is None or not np.any(dead) else self._without(dead)
-        return float(score(state))
-
-    def _without(self, dead: np.ndarray) -> GoState:
-        """The position with the ``dead`` stones taken off as the opponent's prisoners."""
-        board = np.asarray(self.state.board)
-        captured = [np.sum(dead & (board == WHITE)), np.sum(dead & (board == BLACK))]
-        state = self._new_state(np.where(dead, 0, board).astype(np.int8), self.to_play)
-        captures = np.asarray(self.state.captures, np.int64) + captured  # [by Black, by White]
-        return state.replace(captures=jnp.asarray(captures, state.captures.dtype))
-
-    def dead_stones(
-        self, *, game_over: bool | None = None, ownership: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``[P]`` bool: the stones ``final_score`` removes and ``final_status`` calls dead.
-
-        None of them when the position counts as it stands (see the module's
-        docstring); ``game_over`` (default: whether the game has ended) decides
-        that under ``tromp-taylor`` rules. Otherwise :func:`dead_chains` of
-        ``ownership`` (``[P]``, Black's view) or, if None, of one network
-        evaluation of the position.
-        """
-        board = np.asarray(self.state.board)
-        over = bool(self.state.terminated) if game_over is None else game_over
-        as_it_stands = self.rules == "tromp-taylor" and over
-        if as_it_stands or not self.player.has_ownership or not np.any(board):
-            return np.zeros(board.shape, bool)
-        if ownership is None:
-            ownership = self.evaluate().ownership * self.to_play  # Black's view
-        return dead_chains(board, np.asarray(self.state.chain), ownership)
-
-    def evaluate(self) -> Analysis:
-        """The player's own evaluation of the position (no search), from the view of the
-        player to move; a finished game is evaluated as if it went on."""
-        return self.player.evaluate(_live(self.state))
-
-    def final_score(self) -> str:
-        """GTP ``final_score``: ``B+3.5``, ``W+0.5`` or ``0``, dead stones removed."""
-        return result_string(self.margin(self.dead_stones()))
-
-    def final_status(self, status: str) -> list[int]:
-        """Points of the stones with ``status`` (``alive``, ``dead``, ``seki``).
-
-        Dead as :meth:`dead_stones` judges them; seki is not told apart from
-        life (that list is always empty, the stones in seki ``alive``).
-        """
-        if status not in ("alive", "dead", "seki"):
-            raise EngineError("syntax error")
-        board = np.asarray(self.state.board)
-        if status == "seki":
-            return []
-        dead = self.dead_stones()
-        chosen = dead if status == "dead" else (board != 0) & ~dead
-        return [int(p) for p in np.flatnonzero(chosen)]
-
-    # -- records --------------------------------------------------------------
-
-    def to_record(self) -> sgf.GameRecord:
-        """The game so far as an SGF record (root setup, then the moves)."""
-        setup_black = [int(p) for p in np.flatnonzero(self.setup == BLACK)]
-        setup_white = [int(p) for p in np.flatnonzero(self.setup == WHITE)]
-        nodes = [sgf.Node(color=_colour(m.colour), action=m.action) for m in self.moves]
-        first = _colour(self.first_player)
-        return sgf.GameRecord(
-            size=self.size,
-            komi=self.komi,
-            rules=self.rules,
-            handicap=self.handicap,
-            setup_black=setup_black,
-            setup_white=setup_white,
-            # PL only where it is not what a reader would assume.
-            to_play=first if (first == "W") != (self.handicap > 1) else None,
-            player_black=None,
-            player_white=None,
-            extra={"AP": ["gojax"]},
-            nodes=nodes,
-        )
-
-    def to_sgf(self) -> str:
-        return sgf.dumps(self.to_record())
-
-    def load_record(self, record: sgf.GameRecord, move_number: int | None = None) -> None:
-        """GTP ``loadsgf``: size, komi, rules (``RU[]``) and the position before move
-        ``move_number`` (1-based; all moves when ``None``). Later setup nodes
-        (``AB``/``AW``/``AE`` after the root) are not supported, nor a game longer
-        than :attr:`max_moves` for the size (its superko history would not fit)."""
-        if not MIN_SIZE <= record.size <= MAX_SIZE:
-            raise EngineError("unacceptable size")
-        if any(n.add_black or n.add_white or n.add_empty for n in record.nodes):
-            raise EngineError("setup stones after the first node are not supported")
-        rules = rules_of_record(record, default=self.rules)
-        stones = [(BLACK, p) for p in record.setup_black] + [(WHITE, p) for p in record.setup_white]
-        try:
-            board = place_stones(record.size, stones + [(EMPTY, p) for p in record.setup_empty])
-        except SetupError as err:
-            raise EngineError(f"illegal setup stones: {err}") from None
-        first = BLACK
-        if record.to_play in ("B", "W"):
-            first = BLACK if record.to_play == "B" else WHITE
-        elif record.setup_black and not record.setup_white and record.handicap > 1:
-            first = WHITE
-        handicap = record.handicap if record.handicap > 1 and not record.setup_white else 0
-        moves = [Move(BLACK if c == "B" else WHITE, int(a)) for c, a in record.moves]
-        if move_number is not None:
-            moves = moves[: max(move_number - 1, 0)]
-        limit = MOVES_PER_POINT * record.size * record.size  # max_moves of that size
-        if len(moves) > limit:
-            raise EngineError(
-                f"{len(moves)} moves, more than the {limit} ({MOVES_PER_POINT} x "
-                f"{record.size} x {record.size}) whose superko history the engine keeps"
-            )
-        saved = (self.size, self.komi, self.rules)
-        self.size, self.komi, self.rules = record.size, float(record.komi), rules
-        try:
-            self._replay(board, first, handicap, moves)
-        except EngineError:
-            self.size, self.komi, self.rules = saved
-            raise EngineError("illegal move in the file") from None
-        self._low_winrate = {BLACK: 0, WHITE: 0}
-        self.player.new_game()
-
-
-RULES_FOR_KGS = {
-    "chinese": "chinese-ogs",
-    "aga": "aga",
-    "new_zealand": "new-zealand",
-    "japanese": "japanese",
-}
-
-
-# KataGo's engine (final_status_list, final_score) calls a chain alive when its
-# stones' mean ownership for their own colour is above 0.2 and none is below -0.6.
-ALIVE_MEAN_OWNERSHIP = 0.2
-ALIVE_WORST_OWNERSHIP = -0.6
-
-
-def dead_chains(board: np.ndarray, chain: np.ndarray, ownership: np.ndarray) -> np.ndarray:
-    """``[P]`` bool: the stones of the chains the ownership calls dead.
-
-    Args:
-      board: ``[P]`` stones (+1 black, -1 white, 0 empty).
-      chain: ``[P]`` each stone's chain label (``GoState.chain``).
-      ownership: ``[P]`` in [-1, 1], +1 owned by Black.
-
-    A chain lives when the mean of its stones' ownership for their own colour
-    is above :data:`ALIVE_MEAN_OWNERSHIP` and its worst stone's above
-    :data:`ALIVE_WORST_OWNERSHIP`; whole chains live or die together.
-    """
-    board = np.asarray(board)
-    stones = np.flatnonzero(board)
-    if not len(stones):
-        return np.zeros(board.shape, bool)
-    own = np.asarray(ownership, np.float64)[stones] * board[stones]
-    _, label = np.unique(np.asarray(chain)[stones], return_inverse=True)
-    count = np.bincount(label)
-    mean = np.bincount(label, weights=own) / count
-    worst = np.full(len(count), np.inf)
-    np.minimum.at(worst, label, own)
-    alive = (mean > ALIVE_MEAN_OWNERSHIP) & (worst > ALIVE_WORST_OWNERSHIP)
-    dead = np.zeros(board.shape, bool)
-    dead[stones] = ~alive[label]
-    return dead
-
-
-def rules_json(name: str) -> dict:
-    """``kata-get-rules``: a preset in KataGo's JSON form."""
-    rules = RULE_PRESETS[name]
-    bonus = {"none": "0", "n": "N", "n-1": "N-1"}[rules.handicap_bonus]
-    return {
-        "hasButton": False,
-        "ko": rules.ko.upper(),
-        "scoring": rules.scoring.upper(),
-        "suicide": rules.multi_stone_suicide,
-        "tax": "SEKI" if rules.territory else "NONE",
-        "whiteHandicapBonus": bonus,
-    }
-
-
-def rules_from_json(fields: dict) -> str:
-    """The preset matching KataGo's JSON rules; raises EngineError where none does."""
-    wanted = rules_json("tromp-taylor") | {
-        "ko": None,
-        "suicide": None,
-        "whiteHandicapBonus": None,
-    }
-    for key, value in fields.items():
-        wanted[key] = str(value).upper() if isinstance(value, str) else value
-    for name in RULE_PRESETS:
-        candidate = rules_json(name)
-        if all(wanted[k] is None or wanted[k] == candidate[k] for k in candidate):
-            if set(wanted) == set(candidate):
-                return name
-    raise EngineError("rules not supported")
