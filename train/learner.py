@@ -593,13 +593,22 @@ def check_finite(metrics: Metrics, step: int | None = None) -> None:
     raise FloatingPointError(f"training stopped: non-finite {names}{where}")
 
 
+@jax.jit
+def _leaves_finite(leaves: list[jax.Array]) -> jax.Array:
+    """``[len(leaves)]`` bool: whether each leaf holds only finite values."""
+    return jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves])
+
+
 def first_non_finite(tree: Any) -> str | None:
     """The path of the first leaf of ``tree`` (params, optimiser state, ...) holding a NaN
-    or an infinity, or None when every value is finite. One reduction per leaf, fetched
-    together."""
+    or an infinity, or None when every value is finite. One program reduces every leaf:
+    on several processes each eager reduction would be a collective of its own, and
+    dispatched one after another they deadlocked a 2-process run."""
     leaves = jax.tree_util.tree_leaves_with_path(tree)
     floats = [(path, x) for path, x in leaves if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
-    finite = jax.device_get([jnp.all(jnp.isfinite(x)) for _, x in floats])
+    if not floats:
+        return None
+    finite = jax.device_get(_leaves_finite([x for _, x in floats]))
     for (path, _), ok in zip(floats, finite, strict=True):
         if not ok:
             return jax.tree_util.keystr(path)
