@@ -23,14 +23,13 @@ Shapes: any nested ``dict[str, ...]`` of numpy arrays, its keys free of ``"|"``.
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 from typing import Any
 
 import numpy as np
 
-from gojax.atomic import write_atomic
+from gojax.atomic import atomic_file
 
 FOLDER = "local"  # under a checkpoint directory
 _DIGEST_KEY = "|digest"  # stored beside the arrays (no array path starts with "|")
@@ -75,11 +74,9 @@ def write(
     """Write process ``index``'s arrays of ``step`` (``digest``: ``payload_digest``)."""
     flat = flatten(tree)
     flat[_DIGEST_KEY] = np.asarray(digest(tree) or "")
-    buffer = io.BytesIO()
-    np.savez(buffer, **flat)
-    path = process_file(directory, step, index, count)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomic(path, buffer.getvalue())
+    # Streamed to the file (a replay is large: no second copy in memory).
+    with atomic_file(process_file(directory, step, index, count), "wb") as handle:
+        np.savez(handle, **flat)
 
 
 def read(
