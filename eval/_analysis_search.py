@@ -26,6 +26,7 @@ import numpy as np
 from eval.players import optimism_modules
 from gojax import GoState, play
 from gojax.katago_features import forget_history
+from gojax.search import NODE_FIELDS
 
 
 def _bucket(n: int, limit: int | None = None, smallest: int = 1) -> int:
@@ -214,26 +215,9 @@ def _search_in_parts(
             due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
 
 
-# The tree's fields indexed by node (axis 1), as the host receives them (``_Ends`` too).
-_NODE_FIELDS = (
-    "node_visits",
-    "raw_values",
-    "node_values",
-    "node_scores",
-    "node_score_utilities",
-    "raw_score_utilities",
-    "raw_score_means",
-    "raw_score_stdevs",
-    "node_utility_squares",
-    "raw_ownership",
-    "parents",
-    "action_from_parent",
-    "children_index",
-    "children_visits",
-    "children_rewards",
-    "children_discounts",
-    "children_values",
-)
+# The tree's fields indexed by node, as the host receives them (``_Ends`` too): the prior
+# logits are cut to the root's by the search program already.
+_NODE_FIELDS = tuple(name for name in NODE_FIELDS if name != "children_prior_logits")
 
 
 @functools.partial(jax.jit, static_argnames=("nodes",))

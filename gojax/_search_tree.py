@@ -187,6 +187,29 @@ def _new_tree(
     return tree
 
 
+# The tree's fields indexed by node (axis 1; the states, ``embeddings``, are too).
+NODE_FIELDS = (
+    "node_visits",
+    "raw_values",
+    "node_values",
+    "node_scores",
+    "node_score_utilities",
+    "raw_score_utilities",
+    "raw_score_means",
+    "raw_score_stdevs",
+    "node_utility_squares",
+    "raw_ownership",
+    "parents",
+    "action_from_parent",
+    "children_index",
+    "children_prior_logits",
+    "children_visits",
+    "children_rewards",
+    "children_discounts",
+    "children_values",
+)
+
+
 def _pad_tree(tree: Tree, capacity: int) -> Tree:
     """Grow a tree to ``capacity`` nodes with blank ones (a tree is never shrunk)."""
     extra = capacity - tree.node_visits.shape[1]
@@ -202,29 +225,7 @@ def _pad_tree(tree: Tree, capacity: int) -> Tree:
         widths = [(0, 0), (0, extra)] + [(0, 0)] * (x.ndim - 2)
         return jnp.pad(x, widths, constant_values=jnp.asarray(fill, x.dtype))
 
-    fields = {
-        name: pad(getattr(tree, name), blanks.get(name, 0))
-        for name in (
-            "node_visits",
-            "raw_values",
-            "node_values",
-            "node_scores",
-            "node_score_utilities",
-            "raw_score_utilities",
-            "raw_score_means",
-            "raw_score_stdevs",
-            "node_utility_squares",
-            "raw_ownership",
-            "parents",
-            "action_from_parent",
-            "children_index",
-            "children_prior_logits",
-            "children_visits",
-            "children_rewards",
-            "children_discounts",
-            "children_values",
-        )
-    }
+    fields = {name: pad(getattr(tree, name), blanks.get(name, 0)) for name in NODE_FIELDS}
     return tree.replace(**fields, embeddings=jax.tree.map(pad, tree.embeddings))
 
 

@@ -137,6 +137,7 @@ from gojax._search_simulation import (
     make_recurrent_fn,
 )
 from gojax._search_tree import (
+    NODE_FIELDS,
     SearchData,
     _new_tree,
     _pad_tree,
@@ -160,6 +161,7 @@ from gojax._tree_reuse import (
 from gojax._tree_reuse import ILLEGAL_THRESHOLD as ILLEGAL_THRESHOLD
 
 __all__ = [
+    "NODE_FIELDS",
     "Evaluator",
     "RootStats",
     "SearchConfig",
