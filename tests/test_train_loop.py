@@ -188,44 +188,6 @@ def test_kill_9_then_restart_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed["losses"], straight["losses"][last:], rtol=1e-6)
 
 
-@pytest.mark.slow
-def test_two_processes_with_two_devices_each_train(tmp_path):
-    """``gojax train`` as a 2-process ``jax.distributed`` job, 2 host devices per process:
-    the learner's mesh spans both processes (FSDP: parameters split over all four
-    devices), each process self-plays on its own two devices, every process takes part
-    in gathering the parameters, and the chief alone evaluates (every iteration and at
-    the end); the game counter adds up both processes' games. Gathering with
-    ``tiled=False`` failed; gathering on the chief alone hung."""
-    config_file = tmp_path / "config.py"
-    config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
-    env["XLA_FLAGS"] = host_devices_flags(2)
-    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "eval.cli", "train", "--config", str(config_file)]
-    command += ["--workdir", str(tmp_path / "run"), *TINY, "--config.train.total_steps=2"]
-    command += ["--config.learner.param_sharding=fsdp", "--config.learner.fsdp_min_size=64"]
-    command += ["--config.eval.every_iterations=1"]
-    procs = [
-        subprocess.Popen(
-            command,
-            cwd=REPO,
-            env={**env, "JAX_PROCESS_ID": str(i)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    outputs = wait_all(procs, timeout=600)
-    for p, (_, err) in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, err[-3000:]
-    # One iteration; whole games (TINY plays to the end), 8 on each process: 16 in all.
-    assert "stopped at step 2 (total_steps), iteration 1, 16 games" in outputs[0][1]
-    rows = json.loads((tmp_path / "run" / "eval.json").read_text())["results"]
-    assert [r["games"] for r in rows] == [4, 4]
-    assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
-
-
 def _two_process_train(workdir, *args: str) -> list[tuple[str, str]]:
     """``gojax train`` as a 2-process ``jax.distributed`` job on localhost, 2 host
     devices per process; ``(stdout, stderr)`` of each, both checked to exit 0."""
@@ -251,6 +213,28 @@ def _two_process_train(workdir, *args: str) -> list[tuple[str, str]]:
     for p, (_, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
     return outputs
+
+
+@pytest.mark.slow
+def test_two_processes_with_two_devices_each_train(tmp_path):
+    """``gojax train`` as a 2-process ``jax.distributed`` job, 2 host devices per process:
+    the learner's mesh spans both processes (FSDP: parameters split over all four
+    devices), each process self-plays on its own two devices, every process takes part
+    in gathering the parameters, and the chief alone evaluates (every iteration and at
+    the end); the game counter adds up both processes' games. Gathering with
+    ``tiled=False`` failed; gathering on the chief alone hung."""
+    outputs = _two_process_train(
+        tmp_path / "run",
+        "--config.train.total_steps=2",
+        "--config.learner.param_sharding=fsdp",
+        "--config.learner.fsdp_min_size=64",
+        "--config.eval.every_iterations=1",
+    )
+    # One iteration; whole games (TINY plays to the end), 8 on each process: 16 in all.
+    assert "stopped at step 2 (total_steps), iteration 1, 16 games" in outputs[0][1]
+    rows = json.loads((tmp_path / "run" / "eval.json").read_text())["results"]
+    assert [r["games"] for r in rows] == [4, 4]
+    assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
 
 
 def _process_replay(workdir, step: int, index: int) -> dict[str, np.ndarray]:
