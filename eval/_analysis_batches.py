@@ -57,7 +57,8 @@ class _BatchAnalysis:
     A mixin: it reads the settings and state ``AnalysisEngine.__init__`` sets
     (``batch_size``, ``min_batch``, ``moves_listed``, ``c_puct``, ``search``, ``model``,
     ``max_time``, ``max_tree_visits``, ``ignore_pre_root_history``, ``_search``,
-    ``_evaluate``, ``_search_settings``, ``_replays``, ``_speeds``, ``_next_key``).
+    ``_evaluate``, ``_search_settings``, ``_replays``, ``_speeds``, ``_warm_trees``,
+    ``_next_key``).
     """
 
     def analyse(self, queries: list[Query], stream: _Stream | None = None) -> list[list[dict]]:
@@ -172,10 +173,15 @@ class _BatchAnalysis:
 
     def _tree_size(self, visits: int) -> int:
         """The nodes of the tree a search of ``visits`` root visits runs in: the power of
-        two at least ``visits`` (queries of 100 and 120 visits share one compiled search
-        and one batch, each stopping at its own), at most ``max_tree_visits``; 1 is the
-        network alone, no tree."""
-        return 1 if visits == 1 else min(_bucket(visits), self.max_tree_visits)
+        two at least ``visits`` (queries of 100 and 120 visits share one compiled program
+        and one batch, each stopping at its own), at most ``max_tree_visits``, or the
+        smallest tree ``warm_up`` compiled that holds it: the same search (nodes are
+        added in order), no compile, and on a CPU no slower (a 64-visit query in a tree
+        of 512: 0.37-0.39 s against 0.36 on 19x19); 1 is the network alone, no tree."""
+        if visits == 1:
+            return 1
+        nodes = min(_bucket(visits), self.max_tree_visits)
+        return min((warm for warm in self._warm_trees if warm >= nodes), default=nodes)
 
     def _time_limit(self, query: Query) -> float:
         """Seconds ``query``'s positions may be searched: its ``maxTime``, else the
@@ -342,11 +348,13 @@ class _BatchAnalysis:
         limits = list(limits or [math.inf] * n)
         parted = math.isfinite(poll) or not all(map(math.isinf, limits))
         if not parted and all(math.isinf(first) for first, _ in schedule):
-            if all(goal == visits for goal in goals):
-                searched, _ = search(key_search)
-            else:  # padding rows: no simulations
-                stop_at = np.asarray(goals + [1] * (batch - n), np.int32)
-                searched, _ = search(key_search, stop_at=jnp.asarray(stop_at))
+            # Each to its own visits, padding rows to none, the whole tree kept, the same
+            # keywords: the program that begins a search in parts (warm_up compiles it; jit
+            # keys on the keywords given, tree=None included), not one more.
+            stop_at = np.asarray(goals + [1] * (batch - n), np.int32)
+            searched, _ = search(
+                key_search, tree=None, stop_at=jnp.asarray(stop_at), keep_tree=True
+            )
         else:
 
             def report(searched: Any, rows: np.ndarray) -> None:

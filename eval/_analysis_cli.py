@@ -4,7 +4,8 @@ they build.
 :func:`register` adds the subcommand and its flags (KataGo's ``-model``, ``-config``,
 ``-override-config`` among them); :func:`cmd_analysis` folds a KataGo config into the
 engine's options (a flag given wins), builds the :class:`eval.analysis.AnalysisEngine`,
-compiles what ``--warm-up`` names and serves stdin. Apart from the engine because it is
+compiles what ``--warm-up`` names (by default what a KataGo config implies:
+``eval.katago_config.warm_up_boards``) and serves stdin. Apart from the engine because it is
 the thin entry point over it: flags in, one engine, no protocol.
 """
 
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from eval._analysis_engine import AnalysisEngine
-from eval.analysis_query import MAX_TREE_VISITS, MAX_VISITS, REPORT_AS, QueryError
+from eval.analysis_query import MAX_TREE_VISITS, MAX_VISITS, REPORT_AS
 from eval.players import optimism_label
 
 # AnalysisEngine's options that a flag sets too: a config's key sets one only where its
@@ -29,17 +31,23 @@ _FLAGS_OF_OPTIONS = {
 }
 
 
-def _katago_form(args: argparse.Namespace, options: dict[str, Any]) -> str | None:
+def _katago_form(
+    args: argparse.Namespace, options: dict[str, Any]
+) -> tuple[str | None, list[tuple[int, str]] | None]:
     """Fold KataGo's command line (``-config``, ``-override-config``, ...) into the
     engine's ``options``: a config key sets an option whose flag was left at its default
-    (a flag given wins). Returns the one stderr line naming what gojax does not use."""
+    (a flag given wins). Returns the one stderr line naming what gojax does not use, and
+    the boards to warm up for the config (``katago_config.warm_up_boards``; None: no
+    config file and no ``gojaxWarmUp``)."""
     from eval import katago_config
 
     overrides = getattr(args, "katago_overrides", None) or []
     config = getattr(args, "config", None)
-    mapped = katago_config.analysis_options(
-        katago_config.read_settings(config, overrides), args.search, bool(config)
-    )
+    settings = katago_config.read_settings(config, overrides)
+    mapped = katago_config.analysis_options(settings, args.search, bool(config))
+    boards = None
+    if config or katago_config.WARM_UP_KEY in settings:
+        boards = katago_config.warm_up_boards(settings)
     defaults = getattr(args, "flag_defaults", {})
     for name, value in mapped.options.items():
         flag = _FLAGS_OF_OPTIONS.get(name)
@@ -51,7 +59,20 @@ def _katago_form(args: argparse.Namespace, options: dict[str, Any]) -> str | Non
         mapped.not_supported("-quit-without-waiting", "queued queries are answered")
     if getattr(args, "human_model", None):
         mapped.not_supported("-human-model", "no human SL model")
-    return katago_config.ignored_line("analysis", config, mapped)
+    return katago_config.ignored_line("analysis", config, mapped), boards
+
+
+def _say_warm_up(engine: AnalysisEngine, boards: list[tuple[int, str]], source: str) -> None:
+    """One stderr line before the warm-up: a client waits for it (minutes on a small
+    CPU, seconds with the programs in the persistent compilation cache), so say why and
+    how to skip it."""
+    named = ", ".join(f"{size}x{size} {rules}" for size, rules in boards)
+    print(
+        f"gojax analysis: compiling the search of up to {engine.visits} visits for {named} "
+        f"(from {source}; --warm-up none, or gojaxWarmUp = none in the config, skips this)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def cmd_analysis(args: argparse.Namespace) -> int:
@@ -79,19 +100,27 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         max_tree_visits=getattr(args, "max_tree_visits", MAX_TREE_VISITS),
     )
     katago_flags = ("config", "katago_overrides", "analysis_threads", "human_model")
-    ignored = None
+    ignored, boards = None, None
     if any(getattr(args, flag, None) for flag in katago_flags):
-        ignored = _katago_form(args, options)
+        ignored, boards = _katago_form(args, options)
+    warm_up = getattr(args, "warm_up", None)
+    if warm_up is not None:  # given: it wins over the config's
+        boards = warm_up
     model = load_model(args.model)
     engine = AnalysisEngine(model, **options)
     if ignored:
         print(ignored, file=sys.stderr, flush=True)
-    engine.warm_up(getattr(args, "warm_up", None) or [])
+    warmed = ""
+    if boards:
+        start = time.monotonic()
+        _say_warm_up(engine, boards, "--warm-up" if warm_up is not None else "the KataGo config")
+        engine.warm_up(boards)
+        warmed = f" (compiled in {time.monotonic() - start:.0f} s)"
     noise = f" (wide root noise {engine.wide_root_noise:g})" if args.search == "katago" else ""
     print(
         f"gojax analysis: {model.name}{optimism_label(engine.optimism)}, {args.search} search"
         f"{noise}, "
-        f"{engine.visits} visits by default, batches of up to {args.batch_size}; ready",
+        f"{engine.visits} visits by default, batches of up to {args.batch_size}; ready{warmed}",
         file=sys.stderr,
         flush=True,
     )
@@ -111,21 +140,13 @@ def register(commands) -> None:
             raise argparse.ArgumentTypeError(f"must be at most {MAX_VISITS}, got {text}")
         return value
 
-    def boards(text: str) -> list[tuple[int, str]]:  # --warm-up's SIZE[:RULES],...
-        from eval.analysis_query import parse_rules
+    def boards(text: str) -> list[tuple[int, str]]:  # --warm-up's SIZE[:RULES],... or none
+        from eval.katago_config import parse_boards
 
-        chosen = []
-        for entry in filter(None, (e.strip() for e in text.split(","))):
-            size, _, rules = entry.partition(":")
-            try:
-                parse_rules(rules or "chinese")
-                number = int(size)
-            except (QueryError, ValueError):
-                number = 0
-            if not 2 <= number <= 25:
-                raise argparse.ArgumentTypeError(f"expected SIZE[:RULES],..., got {entry!r}")
-            chosen.append((number, rules or "chinese"))
-        return chosen
+        try:
+            return parse_boards(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
 
     def wide_root_noise(text: str) -> float:  # as gtp's wideRootNoise reads it
         try:
@@ -241,12 +262,14 @@ def register(commands) -> None:
     parser.add_argument(
         "--warm-up",
         type=boards,
-        default=[],
-        metavar="SIZE[:RULES],...",
+        default=None,
+        metavar="SIZE[:RULES],...|none",
         help="compile ahead, before the ready line, the search of a query of the default "
         "visits with ownership (KaTrain's) on these boards, e.g. 19:japanese,9 (rules: any "
         "KataGo name; default chinese), so that the first queries are answered within their "
-        "maxTime",
+        "maxTime; queries of fewer visits share it. Default: none, or with a KataGo -config "
+        "19:japanese,9:japanese (KaTrain's boards; the config's gojaxWarmUp or "
+        "maxBoardXSizeForNNBuffer may say otherwise); none: no warm-up",
     )
     parser.add_argument(
         "--max-tree-visits",

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import jax
 
 from eval._analysis_batches import _BatchAnalysis
-from eval._analysis_search import _device_functions
+from eval._analysis_search import _bucket, _device_functions
 from eval._analysis_stream import (
     _TERMINATE_POLL,
     _line_priority,
@@ -46,6 +46,17 @@ from eval.analysis_query import (
 from eval.katago_names import ANALYSIS_WIDE_ROOT_NOISE
 from eval.players import model_info
 from eval.replay_cache import ReplayCache
+
+
+def _warm_up_game(size: int) -> list[list[str]]:
+    """16 moves that capture nothing (Black down the first line, White down the last)
+    on a board of 8 lines or more, so that a warm-up replays a segment of each length
+    (``eval._analysis_replay``); none on smaller boards."""
+    if size < 8:
+        return []
+    letters = "ABCDEFGHJKLMNOPQRSTUVWXYZ"[:size]
+    return [[colour, f"{letters[0 if colour == 'B' else -1]}{row}"]
+            for row in range(1, 9) for colour in "BW"]  # fmt: skip
 
 
 class AnalysisEngine(_BatchAnalysis):
@@ -183,30 +194,40 @@ class AnalysisEngine(_BatchAnalysis):
         self._speeds: dict[tuple, float] = {}
         # Queries (their turns not yet analysed) a paused batch left for the next one.
         self.carried: list[Query] = []
+        # Tree sizes warm_up compiled: a smaller search runs in one (``_tree_size``).
+        self._warm_trees: set[int] = set()
 
     def warm_up(self, boards: Iterable[tuple[int, str]], visits: int | None = None) -> None:
         """Compile ahead the programs a client's first queries need, so that they are
         answered within their time limits (``maxTime`` counts compilation): for each
         ``(size, rules)`` (rules: any KataGo name), a query of ``visits`` root visits (the
-        engine's default) on the empty board with ``includeOwnership`` and
-        ``includeMovesOwnership`` (KaTrain's), searched in parts as a stream's searches
-        are, stopped after its second part. Queries of the same size, rules, tree size and
-        ownership then compile nothing; their batch sizes (powers of two) may."""
+        engine's default) with ``includeOwnership`` and ``includeMovesOwnership``
+        (KaTrain's), searched in parts as a stream's searches are, stopped after its
+        second part, on a game of 16 moves (both replay segments; on boards of 8 lines
+        or more). Queries of the same size and rules (under any of their names) and
+        ownership then compile no search: those of up to ``visits`` visits are searched
+        in the tree compiled here (``_tree_size``). Their batch sizes (powers of two)
+        may compile."""
+        visits, boards = visits or self.visits, list(boards)
         for size, rules in boards:
-            request = {"id": "warm-up", "moves": [], "rules": rules, "boardXSize": size,
-                       "boardYSize": size, "maxVisits": visits or self.visits,
+            moves = _warm_up_game(size)
+            request = {"id": "warm-up", "moves": moves, "rules": rules, "boardXSize": size,
+                       "boardYSize": size, "maxVisits": visits,
                        "includeOwnership": True, "includeMovesOwnership": True}  # fmt: skip
             query, _ = parse_query(request, visits=self.visits, report_as=self.report_as)
             stream = _Stream.quiet(1)
             looks: list[int] = []
+            turn = len(moves)  # the turn analysed, the game's last
 
-            def check(stream: _Stream = stream, looks: list[int] = looks) -> None:
+            def check(stream: _Stream = stream, looks: list[int] = looks, turn: int = turn) -> None:
                 looks.append(1)  # before the search, after its first part, after its second
                 if len(looks) >= 3:
-                    stream.halted[0].add(0)  # the empty board's turn
+                    stream.halted[0].add(turn)
 
             stream.check, stream.poll = check, 0.0  # parts of the least visits
             self.analyse([query], stream)
+        if boards and visits > 1:  # one visit: the network alone, no tree
+            self._warm_trees.add(min(_bucket(visits), self.max_tree_visits))
 
     def _next_key(self) -> jax.Array:
         self._calls += 1

@@ -152,7 +152,7 @@ _NO_EFFECT = {
     "nnRandomize",
     "nnRandSeed",
     "numNNServerThreadsPerModel",
-    "maxBoardXSizeForNNBuffer",
+    "maxBoardXSizeForNNBuffer",  # gojax analysis reads these three for its warm-up
     "maxBoardYSizeForNNBuffer",
     "requireMaxBoardSize",
     "homeDataDir",
@@ -252,6 +252,8 @@ def analysis_options(settings: dict[str, str], search: str, config_file: bool = 
     mapped = Mapped(options={"report_as": "SIDETOMOVE"} if config_file else {})
     fields: dict[str, float] = {}
     for key, text in settings.items():
+        if key in WARM_UP_KEYS:  # read by warm_up_boards
+            continue
         if _sort_out(key, text, mapped):
             continue
         if key == "maxVisits":
@@ -283,6 +285,68 @@ def analysis_options(settings: dict[str, str], search: str, config_file: bool = 
     if fields:
         mapped.options["search_settings"] = fields
     return mapped
+
+
+# ----------------------------------------------------------------------------
+# What gojax analysis compiles before it says it is ready
+
+# gojax's own key (KataGo's analysis engine has no warm-up; KataGo warns about an unknown
+# key and goes on): the boards to compile ahead, as --warm-up names them, or "none". For
+# KaTrain's "local" back end, whose command line cannot be changed, the config file is
+# the place to say so.
+WARM_UP_KEY = "gojaxWarmUp"
+WARM_UP_KEYS = (WARM_UP_KEY, "maxBoardXSizeForNNBuffer", "maxBoardYSizeForNNBuffer")
+WARM_UP_KEYS += ("requireMaxBoardSize",)
+# A KataGo analysis config names no board size nor rules (each query does). KaTrain,
+# the client that starts gojax with one, opens on 19x19 and offers 9x9 as the other
+# quick board; its default rules, and what it sends for rules it does not know, are
+# japanese. Other sizes and rules compile on their first query.
+WARM_UP_SIZES = (19, 9)
+WARM_UP_RULES = "japanese"
+
+
+def parse_boards(text: str) -> list[tuple[int, str]]:
+    """``SIZE[:RULES],...`` (rules: any KataGo name, default chinese) as ``(size, rules)``
+    pairs; ``none`` (or nothing) is none. ValueError naming the entry that is not one."""
+    from eval.analysis_query import QueryError, parse_rules
+
+    if text.strip().lower() == "none":
+        return []
+    chosen = []
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        size, _, rules = entry.partition(":")
+        try:
+            parse_rules(rules or "chinese")
+            number = int(size)
+        except (QueryError, ValueError):
+            number = 0
+        if not 2 <= number <= 25:
+            raise ValueError(f"expected SIZE[:RULES],... (sizes 2 to 25) or none, got {entry!r}")
+        chosen.append((number, rules or "chinese"))
+    return chosen
+
+
+def warm_up_boards(settings: dict[str, str]) -> list[tuple[int, str]]:
+    """The boards ``gojax analysis`` compiles ahead for a KataGo config's ``settings``:
+    its ``gojaxWarmUp`` if it has one; else 19x19 and 9x9 with japanese rules (KaTrain's,
+    ``WARM_UP_SIZES``, ``WARM_UP_RULES``), only those within KataGo's
+    ``maxBoardXSizeForNNBuffer`` and ``maxBoardYSizeForNNBuffer`` (the largest board it
+    takes; if neither fits, that size), and with ``requireMaxBoardSize`` that size alone
+    (KataGo's only board then). ConfigError for a value KataGo, or gojax, would refuse."""
+    if WARM_UP_KEY in settings:
+        try:
+            return parse_boards(settings[WARM_UP_KEY])
+        except ValueError as err:
+            raise ConfigError(f"KataGo config: key {WARM_UP_KEY}: {err}") from None
+    largest = min(
+        _integer(key, settings.get(key, "19"), 2, 37)  # KataGo's default: 19
+        for key in ("maxBoardXSizeForNNBuffer", "maxBoardYSizeForNNBuffer")
+    )
+    if _boolean("requireMaxBoardSize", settings.get("requireMaxBoardSize", "false")):
+        sizes = [largest]
+    else:
+        sizes = [size for size in WARM_UP_SIZES if size <= largest] or [largest]
+    return [(size, WARM_UP_RULES) for size in sizes if size <= 25]  # gojax's largest
 
 
 def gtp_options(settings: dict[str, str]) -> Mapped:

@@ -178,6 +178,34 @@ def test_both_commands_take_katagos_command_line():
             parser.parse_args(["analysis", "--model", "m", "--warm-up", bad])
 
 
+def test_a_katago_config_implies_the_boards_to_warm_up():
+    """An analysis config names no board: KaTrain's 19x19 and 9x9 under its default
+    japanese rules, within KataGo's largest board; gojax's own key says otherwise."""
+    boards = katago_config.warm_up_boards
+    assert boards({}) == [(19, "japanese"), (9, "japanese")]
+    assert boards({"maxBoardXSizeForNNBuffer": "13", "maxBoardYSizeForNNBuffer": "19"}) == [
+        (9, "japanese")
+    ]
+    assert boards({"maxBoardXSizeForNNBuffer": "7"}) == [(7, "japanese")]
+    only = {"maxBoardXSizeForNNBuffer": "13", "maxBoardYSizeForNNBuffer": "13"}
+    assert boards(only | {"requireMaxBoardSize": "true"}) == [(13, "japanese")]
+    large = {"maxBoardXSizeForNNBuffer": "29", "maxBoardYSizeForNNBuffer": "29"}
+    assert boards(large | {"requireMaxBoardSize": "1"}) == []  # gojax's boards end at 25
+    assert boards({"gojaxWarmUp": "13:tromp-taylor, 9"}) == [(13, "tromp-taylor"), (9, "chinese")]
+    assert boards({"gojaxWarmUp": "none", "maxBoardXSizeForNNBuffer": "9"}) == []
+    with pytest.raises(ConfigError, match="key gojaxWarmUp: expected SIZE.*got '30'"):
+        boards({"gojaxWarmUp": "30"})
+    with pytest.raises(ConfigError, match="maxBoardYSizeForNNBuffer must be an integer"):
+        boards({"maxBoardYSizeForNNBuffer": "big"})
+    # Read for the warm-up, so not named as ignored; a GTP config has no warm-up.
+    settings = {"gojaxWarmUp": "9", "maxBoardXSizeForNNBuffer": "19", "numSearchThreads": "2"}
+    mapped = katago_config.analysis_options(settings, "katago")
+    assert (mapped.no_effect, mapped.unsupported) == (["numSearchThreads"], [])
+    mapped = katago_config.gtp_options(settings)
+    assert mapped.unsupported == ["gojaxWarmUp"]
+    assert mapped.no_effect == ["maxBoardXSizeForNNBuffer", "numSearchThreads"]
+
+
 def test_gtp_engine_from_a_katago_config(tmp_path, capsys):
     """A KataGo GTP config (read with ``-config``) sets the player's visits, the rules,
     the clock's lag and KataGo's parameters; a flag given wins; what gojax has no use for
@@ -363,6 +391,52 @@ def test_warm_up_compiles_what_the_first_query_needs():
     (reply,) = serve(eng, [json.dumps(first | {"overrideSettings": {"maxTime": 1e6}})])
     assert reply["rootInfo"]["visits"] == 24 and len(reply["moveInfos"][0]["ownership"]) == 81
     assert (eng._search._cache_size(), eng._evaluate._cache_size()) == compiled
+    # Fewer visits: searched in the tree compiled for 24 (32 nodes), not one of its own,
+    # and the same search as in a tree of its own size.
+    fewer = first | {"maxVisits": 7}
+    (small,) = serve(eng, [json.dumps(fewer)])
+    assert small["rootInfo"]["visits"] == 7
+    assert (eng._search._cache_size(), eng._evaluate._cache_size()) == compiled
+    (alone,) = serve(AnalysisEngine(model(), symmetry=0, visits=24), [json.dumps(fewer)])
+    assert alone["moveInfos"] == small["moveInfos"] and alone["rootInfo"] == small["rootInfo"]
+
+
+def test_what_gojax_analysis_warms_up(tmp_path, monkeypatch, capsys):
+    """Started with a KataGo config, ``gojax analysis`` compiles KaTrain's boards before
+    its ready line, and says so first; ``--warm-up`` given wins, ``none`` (flag or
+    config key) skips it; without a config nothing is compiled ahead."""
+    from eval import cli
+    from gojax import katago_model
+
+    warmed: list = []
+    monkeypatch.setattr(AnalysisEngine, "warm_up", lambda eng, boards: warmed.append(boards))
+    monkeypatch.setattr(katago_model, "load_model", lambda path: model())
+    config = write_config(tmp_path)
+
+    def warms(*argv: str) -> list | None:
+        warmed.clear()
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+        assert cli.main(["analysis", "-model", "net.bin.gz", *argv]) == 0
+        assert len(warmed) <= 1
+        return warmed[0] if warmed else None
+
+    assert warms("-config", config) == [(19, "japanese"), (9, "japanese")]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[1] == (
+        "gojax analysis: compiling the search of up to 3 visits for 19x19 japanese, 9x9 "
+        "japanese (from the KataGo config; --warm-up none, or gojaxWarmUp = none in the "
+        "config, skips this)"
+    )
+    assert err[-1].endswith("; ready (compiled in 0 s)")
+    assert warms("-config", config, "--warm-up", "9:aga") == [(9, "aga")]
+    assert "(from --warm-up;" in capsys.readouterr().err
+    assert warms("-config", config, "--warm-up", "none") is None
+    assert warms("-config", config, "-override-config", "gojaxWarmUp=none") is None
+    assert warms("-config", config, "-override-config", "gojaxWarmUp=13") == [(13, "chinese")]
+    capsys.readouterr()
+    assert warms("-override-config", "maxVisits=5") is None  # no config file: as before
+    assert warms() is None
+    assert "compiling" not in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------
@@ -389,7 +463,8 @@ def test_gojax_analysis_started_as_katrain_starts_katago(tmp_path):
     argv = ["analysis", "-model", model_path, "-config", write_config(tmp_path)]
     argv += ["-analysis-threads", "8", "-override-config", f"homeDataDir={tmp_path}"]
     lines = [json.dumps(query(id="one")), json.dumps(query(id="raw", maxVisits=1))]
-    done = run_gojax([*argv, "--symmetry", "0"], "".join(line + "\n" for line in lines))
+    argv += ["--symmetry", "0", "--warm-up", "none"]  # tests/test_katrain.py warms up
+    done = run_gojax(argv, "".join(line + "\n" for line in lines))
     assert done.returncode == 0, done.stderr
     err = done.stderr.strip().splitlines()
     ignored = [line for line in err if "KataGo config" in line]
