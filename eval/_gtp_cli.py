@@ -29,6 +29,22 @@ def _rollout_weights(args: argparse.Namespace):
     return load(args.rollout_policy)
 
 
+# --nn-cache's default: 32,768 evaluations (a 19x19 one with its ownership is ~2.9 KB:
+# ~95 MB), a hundred-move review at 64 visits a move and more.
+NN_CACHE_SIZE_LOG2 = 15
+
+
+def _cache_size(text: str) -> int:
+    """``--nn-cache``'s argument: 0 (none) or a table of 2 ** 1..30 positions."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer 0..30, not {text!r}") from None
+    if not 0 <= value <= 30:
+        raise argparse.ArgumentTypeError(f"expected an integer 0..30, not {value}")
+    return value
+
+
 # gojax gtp's flags that a KataGo config's keys set too (eval.katago_config.gtp_options):
 # a key sets one only where it was left at its default.
 _KATAGO_FLAGS = ("visits", "rules", "lag", "resign_threshold")
@@ -115,6 +131,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 score_utility=not args.no_score_utility,
                 ponder_visits=args.ponder_visits,
                 moves=moves,
+                nn_cache=_nn_cache(args),
             )
             leaf_batch = getattr(args, "leaf_batch", None) or default_leaf_batch()
             if leaf_batch > 1:  # gojax.search's virtual loss: K leaves per network call
@@ -158,6 +175,17 @@ def make_engine(args: argparse.Namespace) -> Engine:
     return engine
 
 
+def _nn_cache(args: argparse.Namespace) -> int:
+    """``--nn-cache``'s table size (log2), 0 for none; by default ``NN_CACHE_SIZE_LOG2``,
+    none with ``--rollout-lambda`` (random rollouts are not kept)."""
+    chosen = getattr(args, "nn_cache", None)
+    if chosen is not None:
+        if chosen and args.rollout_lambda:
+            raise ValueError("--nn-cache keeps no rollout values: give --nn-cache 0")
+        return chosen
+    return 0 if args.rollout_lambda else NN_CACHE_SIZE_LOG2
+
+
 def default_leaf_batch() -> int:
     """``--leaf-batch``'s default: 8 on an accelerator, whose network runs far faster per
     position in batches; 1 on a CPU, the search as it was (a b6c96 net runs 1.5-1.8x
@@ -171,7 +199,7 @@ def default_leaf_batch() -> int:
 def cmd_gtp(args: argparse.Namespace) -> int:
     engine = make_engine(args)
     print(f"gojax gtp: {engine.player.name}, GTP ready", file=sys.stderr, flush=True)
-    GTPServer(engine, sys.stdout).serve_stream(sys.stdin)
+    GTPServer(engine, sys.stdout, log=sys.stderr).serve_stream(sys.stdin)
     return 0
 
 
@@ -205,6 +233,15 @@ def register(commands) -> None:
         metavar="K",
         help="--player search: leaves evaluated per network call, K descents of the tree "
         "under virtual loss (SearchConfig.leaf_batch; default 1 on a CPU, 8 on a GPU or TPU)",
+    )
+    gtp.add_argument(
+        "--nn-cache",
+        type=_cache_size,
+        default=None,
+        metavar="LOG2",
+        help="--player search: keep the network's evaluations of 2^LOG2 positions between "
+        "searches (KataGo's nnCacheSizePowerOfTwo), so a position searched again is not "
+        f"evaluated again; 0 keeps none (default {NN_CACHE_SIZE_LOG2}, 0 with --rollout-lambda)",
     )
     gtp.add_argument(
         "--ponder-visits",

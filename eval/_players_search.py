@@ -118,6 +118,12 @@ class SearchPlayer:
     ``root_symmetry_pruning``: at a symmetric position search one move of each set of
     equivalent moves and report them all (``SearchConfig.root_symmetry_pruning``;
     KataGo's GTP default, as here).
+
+    ``nn_cache``: keep the network's evaluations of ``2 ** nn_cache`` positions between
+    searches (KataGo's ``nnCacheSizePowerOfTwo``; ``gojax.search.new_cache``), one table
+    per board size, so that a position searched again (reviewing a game back and forth,
+    a second query) is not evaluated again; 0 keeps none. Not with ``rollout_lambda``
+    (the rollouts are random: a stored leaf value would be one draw kept for good).
     """
 
     def __init__(
@@ -141,6 +147,7 @@ class SearchPlayer:
         score_utility: bool = True,
         root_symmetry_pruning: bool = True,
         moves: str = "legal",
+        nn_cache: int = 0,
     ) -> None:
         from gojax.evaluate import check_symmetry
         from gojax.search import SearchConfig
@@ -154,6 +161,8 @@ class SearchPlayer:
         fast = rollout_weights is not None
         if fast and not rollout_lambda:
             raise ValueError("a rollout policy needs rollout_lambda > 0 (the rollouts are unused)")
+        if nn_cache and rollout_lambda:
+            raise ValueError("a network cache cannot keep rollout values: nn_cache 0 with them")
         if lcb and search == "gumbel":
             raise ValueError("lcb move selection needs a PUCT search (Gumbel picks its own move)")
         utility_settings = score_utility_settings(search, score_utility)
@@ -193,6 +202,7 @@ class SearchPlayer:
             max_listed=max_listed,
             time_factor=time_factor,
             ponder_visits=ponder_visits,
+            nn_cache=nn_cache,
         )
 
     @property
@@ -215,6 +225,7 @@ class SearchPlayer:
         max_listed,
         time_factor,
         ponder_visits=None,
+        nn_cache=0,
     ) -> None:
         """State shared by every search player; ``functions`` as ``_search_functions`` gives."""
         self.model = model
@@ -231,7 +242,11 @@ class SearchPlayer:
         # KataGo's analysisWideRootNoise: pondering (lz-analyze, kata-analyze) searches
         # with it, moves with the config's own wide_root_noise (0 unless set).
         self.analysis_wide_root_noise = ANALYSIS_WIDE_ROOT_NOISE if config.kind == "katago" else 0.0
-        self._search, self._evaluate, self._reuse = functions
+        self._search, self._evaluate, self._reuse, self._new_cache = functions
+        if nn_cache and self._new_cache is None:
+            raise ValueError("this player keeps no network cache: nn_cache 0")
+        self.nn_cache = int(nn_cache)
+        self._caches: dict[tuple, Any] = {}  # board kind -> gojax.search.NNCache
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
         self.new_game()
@@ -357,11 +372,43 @@ class SearchPlayer:
         tree = self._start_tree(state)
         plies = np.zeros((2, state.num_actions), np.int32) if avoid is None else avoid
         stop = {} if stop_at is None else {"stop_at": jnp.int32(stop_at)}
-        result = self._search(
-            self.model.variables, _batch(state), key_search, self.config, tree, plies[None], **stop
-        )
+        result = self._cached_search(state, key_search, self.config, tree, plies[None], **stop)
         self._keep(state, result.tree, plies)
         return self._result_analysis(state, result, key_eval)
+
+    def _cached_search(self, state: GoState, key, config, tree, avoid, **kwargs) -> Any:
+        """``self._search`` of ``state`` through the board kind's network cache, if kept.
+
+        The table is donated to the search (no copy of it per call) and replaced by the
+        one the search gives back; a search that fails loses it (the next one starts an
+        empty table), never leaves a deleted one behind."""
+        kind = self._kind(state)
+        cache = self._caches.pop(kind, None)
+        if cache is None and self.nn_cache:
+            cache = self._new_cache(self.model.variables, _batch(state), self.nn_cache)
+        result = self._search(
+            self.model.variables, _batch(state), key, config, tree, avoid, cache=cache, **kwargs
+        )
+        if result.cache is not None:
+            self._caches[kind] = result.cache
+        return result
+
+    def cache_stats(self) -> dict[str, int] | None:
+        """The network cache's counters summed over its tables (``lookups``, ``hits``,
+        ``size``, ``filled``), or None without a cache."""
+        if not self.nn_cache:
+            return None
+        from gojax.search import cache_stats
+
+        total = {"lookups": 0, "hits": 0, "size": 0, "filled": 0}
+        for cache in self._caches.values():
+            for name, value in cache_stats(cache).items():
+                total[name] += value
+        return total
+
+    def clear_cache(self) -> None:
+        """Forget every stored evaluation (a timed search must not find its position)."""
+        self._caches.clear()
 
     def _keep(self, state: GoState, tree: Any, plies: np.ndarray, game=None) -> None:
         """Keep a search's tree of ``state`` (shown without the moves of ``game``, if
@@ -416,15 +463,8 @@ class SearchPlayer:
         while True:
             goal = min(target, done + step)
             key_search, key_eval = jax.random.split(jax.random.fold_in(key, part))
-            result = self._search(
-                self.model.variables,
-                _batch(state),
-                key_search,
-                config,
-                tree,
-                plies[None],
-                stop_at=jnp.int32(goal),
-                resume=resume,
+            result = self._cached_search(
+                state, key_search, config, tree, plies[None], stop_at=jnp.int32(goal), resume=resume
             )
             tree, resume, part = result.tree, True, part + 1
             self._keep(state, tree, plies, game)
@@ -530,8 +570,12 @@ class SearchPlayer:
         self._policy(state, jax.random.key(0))
         self.new_game()
         self._searched(state, jax.random.key(0))  # compiles
-        start = _now()
         self.new_game()
+        self.clear_cache()  # timed as a new position, whose evaluations are not stored
+        if self.nn_cache:
+            kind = self._kind(state)
+            self._caches[kind] = self._new_cache(self.model.variables, _batch(state), self.nn_cache)
+        start = _now()
         self._searched(state, jax.random.key(1))
         self._seconds[self._kind(state)] = _now() - start
         if self.config.kind != "gumbel":  # compiles the search cut short by the clock
@@ -561,35 +605,38 @@ def _search_functions(
     fast_rollouts: bool = False,
     optimism: tuple[float, float] = (0.0, 0.0),
 ):
-    """Jitted ``search(variables, states, key, config, tree, avoid)``, root-and-children evaluation
-    ``(variables, state, actions [K], key) -> outputs [1 + K, ...]`` and ``reuse_subtree``.
+    """Jitted ``search(variables, states, key, config, tree, avoid, cache=None)`` (the network
+    cache donated), root-and-children evaluation ``(variables, state, actions [K], key) ->
+    outputs [1 + K, ...]``, ``reuse_subtree`` and ``new_cache(variables, states, size_log2)``
+    (an empty network cache for the search's leaf evaluator; None with rollouts).
     ``rollout_lambda`` > 0 mixes random rollouts into the leaf values (AlphaGo); with
     ``fast_rollouts`` the ``variables`` are ``(network variables, rollout policy weights)``
     (:class:`_WithRolloutPolicy`) and that policy plays the rollouts. ``optimism``:
     ``(root, below)`` policy optimism; the root-and-children evaluation uses the root's."""
     from gojax.evaluate import evaluate
-    from gojax.search import katago_evaluator, reuse_subtree, search
+    from gojax.search import katago_evaluator, new_cache, reuse_subtree, search
     from gojax.uct import mixed_evaluator
 
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames=("config", "resume"))
-    def run_search(variables, states, key, config, tree, avoid, stop_at=None, resume=False):
+    def leaf_evaluator(module, variables, weights=None):
+        # Every node's ownership, for the tree's mean at the root (one game: cheap).
+        evaluator = katago_evaluator(
+            (module, variables, version), symmetry=symmetry, ownership=True
+        )
+        if rollout_lambda:
+            evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
+        return evaluator
+
+    @functools.partial(jax.jit, static_argnames=("config", "resume"), donate_argnames=("cache",))
+    def run_search(
+        variables, states, key, config, tree, avoid, stop_at=None, resume=False, cache=None
+    ):
         variables, weights = variables if fast_rollouts else (variables, None)
-
-        def leaf_evaluator(module):
-            # Every node's ownership, for the tree's mean at the root (one game: cheap).
-            evaluator = katago_evaluator(
-                (module, variables, version), symmetry=symmetry, ownership=True
-            )
-            if rollout_lambda:
-                evaluator = mixed_evaluator(evaluator, rollout_lambda, rollouts, weights=weights)
-            return evaluator
-
-        root_evaluator = None if root_net is None else leaf_evaluator(root_net)
+        root_evaluator = None if root_net is None else leaf_evaluator(root_net, variables, weights)
         return search(
-            leaf_evaluator(net),
+            leaf_evaluator(net, variables, weights),
             states,
             key,
             config,
@@ -598,7 +645,13 @@ def _search_functions(
             root_evaluator=root_evaluator,
             stop_at=stop_at,
             resume=resume,
+            cache=cache,
         )
+
+    @functools.partial(jax.jit, static_argnames=("size_log2",))
+    def make_cache(variables, states, size_log2):
+        variables = variables[0] if fast_rollouts else variables
+        return new_cache(leaf_evaluator(net, variables), states, jax.random.key(0), size_log2)
 
     @jax.jit
     def run_evaluate(variables, state, actions, key):
@@ -610,4 +663,5 @@ def _search_functions(
             root_net or net, variables, states, version=version, symmetry=symmetry, key=key
         )
 
-    return run_search, run_evaluate, jax.jit(reuse_subtree)
+    cache_maker = None if rollout_lambda else make_cache
+    return run_search, run_evaluate, jax.jit(reuse_subtree), cache_maker

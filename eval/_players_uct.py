@@ -101,13 +101,16 @@ class UCTPlayer(SearchPlayer):
 
 @functools.cache
 def _uct_functions():
-    """``_search_functions``' three functions for :class:`UCTPlayer` (``variables``: the
-    rollout policy's weights, or None for uniform rollouts)."""
+    """``_search_functions``' functions for :class:`UCTPlayer` (``variables``: the
+    rollout policy's weights, or None for uniform rollouts); no network cache (the
+    rollouts are random)."""
     from gojax.search import reuse_subtree, search
     from gojax.uct import rollout_evaluator
 
     @functools.partial(jax.jit, static_argnames=("config", "resume"))
-    def run_search(variables, states, key, config, tree, avoid, stop_at=None, resume=False):
+    def run_search(
+        variables, states, key, config, tree, avoid, stop_at=None, resume=False, cache=None
+    ):
         evaluator = rollout_evaluator(1, weights=variables)
         return search(evaluator, states, key, config, tree, avoid, stop_at=stop_at, resume=resume)
 
@@ -128,4 +131,4 @@ def _uct_functions():
             "white_ownership": jnp.zeros((rows,) + state.board.shape, jnp.float32),
         }
 
-    return run_search, run_evaluate, jax.jit(reuse_subtree)
+    return run_search, run_evaluate, jax.jit(reuse_subtree), None

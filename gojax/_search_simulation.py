@@ -21,7 +21,8 @@ import mctx
 from gojax import _selection, _utility, _virtual_loss
 from gojax._board import GoState, legal_moves, play
 from gojax._board import score as final_score
-from gojax._search_evaluators import Evaluator, _mask_logits, evaluate_with_score
+from gojax._nn_cache import NNCache, cached_evaluate
+from gojax._search_evaluators import Evaluator, _mask_logits
 from gojax._tree_reuse import ILLEGAL_THRESHOLD, Tree
 
 
@@ -49,6 +50,7 @@ class _Children(NamedTuple):
     score_stdev: jax.Array
     score_utility: jax.Array
     ownership: jax.Array  # [B, P] Black's view, or [B, 0] untracked
+    cache: NNCache | None = None  # the network cache after the evaluation, if one is kept
 
 
 def _step(
@@ -60,6 +62,7 @@ def _step(
     moves: Callable[[GoState], jax.Array] | None = None,
     utility: ScoreUtility | None = None,
     skip: jax.Array | None = None,
+    cache: NNCache | None = None,
 ) -> _Children:
     """Children of ``[B]`` positions after ``actions [B]``, with reward, discount, prior, value,
     score, score distribution and score utility ``[B]``.
@@ -76,7 +79,8 @@ def _step(
     and the score utility ``utility``'s of it, for the same player; 0 without
     ``utility``. ``skip [B]``: children whose evaluation is not wanted (their results
     are dropped): the evaluator is shown them as finished games, which it may leave
-    unevaluated (a batched search's dropped descents, ``gojax._virtual_loss``).
+    unevaluated (a batched search's dropped descents, ``gojax._virtual_loss``). ``cache``:
+    a network cache the evaluations go through (``gojax._nn_cache``), given back updated.
     """
     mover = parents.to_play.astype(jnp.float32)
     was_over = parents.terminated
@@ -98,9 +102,8 @@ def _step(
     reward = jnp.where(illegal, -1.0, jnp.where(ended, jnp.sign(margin), 0.0))
     discount = jnp.where(children.terminated, 0.0, -1.0)
     shown = children if skip is None else children.replace(terminated=children.terminated | skip)
-    logits, value, score, score_mean, score_stdev, ownership = evaluate_with_score(
-        evaluator, shown, key
-    )
+    evaluations, cache = cached_evaluate(evaluator, cache, shown, key)
+    logits, value, score, score_mean, score_stdev, ownership = evaluations
     legal = (moves or jax.vmap(legal_moves))(children)  # none in a finished game
     out = mctx.RecurrentFnOutput(
         reward=reward.astype(jnp.float32),
@@ -115,12 +118,13 @@ def _step(
     stdev = jnp.where(children.terminated, _utility.final_score_stdev(final), score_stdev)
     stdev = stdev.astype(jnp.float32)
     if utility is None:
-        return _Children(out, children, score, mean, stdev, jnp.zeros_like(score), ownership)
+        zeros = jnp.zeros_like(score)
+        return _Children(out, children, score, mean, stdev, zeros, ownership, cache)
     # The child's player is the one who did not move (an illegal choice's copy of the
     # parent keeps the chooser to move).
     player = -parents.to_play.astype(jnp.int32)
     score_utility = utility(mean, stdev, player).astype(jnp.float32)
-    return _Children(out, children, score, mean, stdev, score_utility, ownership)
+    return _Children(out, children, score, mean, stdev, score_utility, ownership, cache)
 
 
 def make_recurrent_fn(evaluator: Evaluator) -> mctx.RecurrentFn:
@@ -215,8 +219,18 @@ def _simulate(keys, tree: Tree, rules: _Rules, max_depth: int, root_pending=None
 
 
 def _expand(
-    tree: Tree, key, evaluator, parent, action, child, active, moves, utility=None, counted=None
-) -> Tree:
+    tree: Tree,
+    key,
+    evaluator,
+    parent,
+    action,
+    child,
+    active,
+    moves,
+    utility=None,
+    counted=None,
+    cache: NNCache | None = None,
+) -> tuple[Tree, NNCache | None]:
     """Evaluate the edges ``(parent, action)`` into nodes ``child`` for the ``active`` games.
 
     ``parent, action, child, active``: ``[B]``, one edge per game, or ``[B, K]``, ``K``
@@ -224,7 +238,8 @@ def _expand(
     evaluated in one evaluator call, the inactive ones shown as finished games). Edges
     active in one game are distinct. ``counted`` (default ``active``; ``[B, K]``): the
     visits to add at each ``child``, where a repeated edge adds one more visit to its
-    node. ``moves`` and ``utility`` are for ``[B]`` states, as the search's.
+    node. ``moves`` and ``utility`` are for ``[B]`` states, as the search's. ``cache``:
+    the network cache (``gojax._nn_cache``), given back with the tree.
     """
     single = parent.ndim == 1  # then the plain loop's very operations, bit for bit
     batch, nodes = tree.node_visits.shape
@@ -244,7 +259,15 @@ def _expand(
     action_legal = tree.children_prior_logits[rows, parent, action] > ILLEGAL_THRESHOLD
     skip = None if single else flat(~active)
     step = _step(
-        evaluator, key, parent_states, flat(action), flat(action_legal), moves, utility, skip
+        evaluator,
+        key,
+        parent_states,
+        flat(action),
+        flat(action_legal),
+        moves,
+        utility,
+        skip,
+        cache,
     )
     out, score_utility = step.out, step.score_utility
 
@@ -263,7 +286,7 @@ def _expand(
         at = jnp.where(counted, child, nodes)
         visits = tree.node_visits.at[rows, at].add(1, mode="drop")
 
-    return tree.replace(
+    tree = tree.replace(
         children_prior_logits=at_node(tree.children_prior_logits, out.prior_logits),
         raw_values=at_node(tree.raw_values, out.value),
         node_values=at_node(tree.node_values, out.value),
@@ -282,6 +305,7 @@ def _expand(
         children_rewards=at_edge(tree.children_rewards, out.reward),
         children_discounts=at_edge(tree.children_discounts, out.discount),
     )
+    return tree, step.cache
 
 
 def _per_column(fn: Callable, unflat: Callable, flat: Callable) -> Callable:
@@ -393,20 +417,22 @@ def _run_simulations(
     max_depth: int,
     moves,
     utility: ScoreUtility | None = None,
+    cache: NNCache | None = None,
 ):
     """Simulate until every root has ``target_visits`` (an int or ``[B]``) visits; returns
-    the tree and the simulations run, ``[B]``."""
+    the tree, the simulations run, ``[B]``, and the network cache the evaluations went
+    through (``gojax._nn_cache``; None without one)."""
     batch = tree.node_visits.shape[0]
     rows = jnp.arange(batch)
 
     target_visits = jnp.broadcast_to(jnp.asarray(target_visits, jnp.int32), (batch,))
 
     def cond(carry):
-        _, tree, _, _ = carry
+        _, tree, _, _, _ = carry
         return jnp.any(tree.node_visits[:, Tree.ROOT_INDEX] < target_visits)
 
     def body(carry):
-        key, tree, num_nodes, count = carry
+        key, tree, num_nodes, count, cache = carry
         key, simulate_key, expand_key = jax.random.split(key, 3)
         active = tree.node_visits[:, Tree.ROOT_INDEX] < target_visits
         parent, action = _simulate(jax.random.split(simulate_key, batch), tree, rules, max_depth)
@@ -415,15 +441,18 @@ def _run_simulations(
         # As in mctx, a node first expanded by a simulation takes the next free index.
         child = jnp.where(is_new, num_nodes, existing)
         child = jnp.where(active, child, Tree.ROOT_INDEX)  # inactive games write nothing
-        tree = _expand(tree, expand_key, evaluator, parent, action, child, active, moves, utility)
+        tree, cache = _expand(
+            tree, expand_key, evaluator, parent, action, child, active, moves, utility, None, cache
+        )
         tree = _backward(tree, child)
         num_nodes = num_nodes + (is_new & active)
-        return key, tree, num_nodes, count + active
+        return key, tree, num_nodes, count + active, cache
 
     num_nodes = jnp.sum(tree.node_visits > 0, axis=1, dtype=jnp.int32)
     zero = jnp.zeros(batch, jnp.int32)
-    _, tree, _, count = jax.lax.while_loop(cond, body, (key, tree, num_nodes, zero))
-    return tree, count
+    start = (key, tree, num_nodes, zero, cache)
+    _, tree, _, count, cache = jax.lax.while_loop(cond, body, start)
+    return tree, count, cache
 
 
 def _run_batched_simulations(
@@ -440,6 +469,7 @@ def _run_batched_simulations(
     virtual_loss: int,
     radius: float = 1.0,
     halving: bool = False,
+    cache: NNCache | None = None,
 ):
     """:func:`_run_simulations` in steps of ``leaf_batch`` descents per game under virtual
     loss (``gojax._virtual_loss.run_simulations``); the same trees at ``leaf_batch = 1``."""
@@ -447,8 +477,10 @@ def _run_batched_simulations(
     def descend(keys, tree, root_pending):
         return _simulate(keys, tree, rules, max_depth, root_pending)
 
-    def expand(tree, key, parent, action, child, write, counted=None):
-        return _expand(tree, key, evaluator, parent, action, child, write, moves, utility, counted)
+    def expand(tree, cache, key, parent, action, child, write, counted=None):
+        return _expand(
+            tree, key, evaluator, parent, action, child, write, moves, utility, counted, cache
+        )
 
     return _virtual_loss.run_simulations(
         tree,
@@ -461,4 +493,5 @@ def _run_batched_simulations(
         virtual_loss=virtual_loss,
         radius=radius,
         halving=halving,
+        cache=cache,
     )

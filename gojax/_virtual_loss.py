@@ -45,7 +45,7 @@ still pending in it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -162,9 +162,10 @@ def first_visits(parent: jax.Array, action: jax.Array, active: jax.Array) -> jax
 # of every tree (``gojax._search_simulation._simulate``), ``pending`` the root's pending descents
 # for Gumbel's root rule.
 Descend = Callable[[jax.Array, Tree, jax.Array | None], tuple[jax.Array, jax.Array]]
-# ``(tree, key, parent, action, child, write, counted=None) -> tree``, all ``[B, K]``:
-# the edges evaluated (``write``) into their nodes, the visits ``counted`` at their
-# children (``gojax._search_simulation._expand``); or all ``[B]``, one edge per game, counted once.
+# ``(tree, cache, key, parent, action, child, write, counted=None) -> (tree, cache)``,
+# all ``[B, K]``: the edges evaluated (``write``) into their nodes, the visits ``counted``
+# at their children, the evaluations through the network cache ``cache`` (None: none;
+# ``gojax._search_simulation._expand``); or all ``[B]``, one edge per game, counted once.
 Expand = Callable[..., Tree]
 # ``(tree, leaf [B]) -> tree``: one backup per game (``gojax._search_simulation._backward``).
 Backward = Callable[[Tree, jax.Array], Tree]
@@ -182,10 +183,11 @@ def run_simulations(
     virtual_loss: int,
     radius: float = 1.0,
     halving: bool = False,
-) -> tuple[Tree, jax.Array]:
+    cache: Any = None,
+) -> tuple[Tree, jax.Array, Any]:
     """Simulate in steps of ``leaf_batch`` descents per game until every root has
-    ``target_visits`` (an int or ``[B]``) visits; returns the tree and the simulations
-    run, ``[B]``.
+    ``target_visits`` (an int or ``[B]``) visits; returns the tree, the simulations
+    run, ``[B]``, and the network cache ``cache`` as the evaluations left it.
 
     A game's step runs ``min(leaf_batch, target - root visits)`` descents (the last
     step fewer, so that the root ends with exactly its target). ``radius``: the largest
@@ -200,11 +202,11 @@ def run_simulations(
     target_visits = jnp.broadcast_to(jnp.asarray(target_visits, jnp.int32), (batch,))
 
     def cond(carry):
-        _, tree, _, _ = carry
+        _, tree, _, _, _ = carry
         return jnp.any(tree.node_visits[:, Tree.ROOT_INDEX] < target_visits)
 
     def body(carry):
-        key, tree, num_nodes, count = carry
+        key, tree, num_nodes, count, cache = carry
         key, simulate_key, expand_key = jax.random.split(key, 3)
         room = jnp.clip(target_visits - tree.node_visits[:, Tree.ROOT_INDEX], 0, k)  # [B]
         if k == 1:  # the plain loop's keys
@@ -235,15 +237,19 @@ def run_simulations(
         child = jnp.where(is_new, num_nodes[:, None] + order, existing)
         child = jnp.where(counted, child, Tree.ROOT_INDEX)  # a leaf at the root backs up nothing
         if k == 1:  # one edge per game, counted once: the plain loop's own calls
-            tree = expand(tree, expand_key, parent[:, 0], action[:, 0], child[:, 0], write[:, 0])
+            tree, cache = expand(
+                tree, cache, expand_key, parent[:, 0], action[:, 0], child[:, 0], write[:, 0]
+            )
             tree = backward(tree, child[:, 0])
         else:
-            tree = expand(tree, expand_key, parent, action, child, write, counted)
+            tree, cache = expand(tree, cache, expand_key, parent, action, child, write, counted)
             tree = jax.lax.fori_loop(0, k, lambda i, tree: backward(tree, child[:, i]), tree)
         num_nodes = num_nodes + jnp.sum(fresh, axis=1, dtype=jnp.int32)
-        return key, tree, num_nodes, count + jnp.sum(counted, axis=1, dtype=jnp.int32)
+        count = count + jnp.sum(counted, axis=1, dtype=jnp.int32)
+        return key, tree, num_nodes, count, cache
 
     num_nodes = jnp.sum(tree.node_visits > 0, axis=1, dtype=jnp.int32)
     zero = jnp.zeros(batch, jnp.int32)
-    _, tree, _, count = jax.lax.while_loop(cond, body, (key, tree, num_nodes, zero))
-    return tree, count
+    start = (key, tree, num_nodes, zero, cache)
+    _, tree, _, count, cache = jax.lax.while_loop(cond, body, start)
+    return tree, count, cache

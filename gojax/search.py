@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import flax
 import jax
@@ -100,6 +101,7 @@ from mctx._src.seq_halving import score_considered as _score_considered
 
 from gojax import _root_symmetry, _selection, _utility
 from gojax._board import WHITE, GoState
+from gojax._nn_cache import NNCache, cache_stats, cached_evaluate, new_cache
 from gojax._root_symmetry import symmetric_moves, transform_actions, transform_point_values
 from gojax._search_config import GREEDY_TEMPERATURE, SearchConfig, default_dirichlet_alpha
 from gojax._search_config import KATAGO_PUCT_RANGES as KATAGO_PUCT_RANGES
@@ -163,14 +165,17 @@ from gojax._tree_reuse import ILLEGAL_THRESHOLD as ILLEGAL_THRESHOLD
 __all__ = [
     "NODE_FIELDS",
     "Evaluator",
+    "NNCache",
     "RootStats",
     "SearchConfig",
     "SearchOutput",
     "agz_evaluator",
+    "cache_stats",
     "default_dirichlet_alpha",
     "katago_evaluator",
     "lower_confidence_bounds",
     "make_recurrent_fn",
+    "new_cache",
     "policy_logits",
     "principal_variation",
     "reuse_subtree",
@@ -223,6 +228,8 @@ class SearchOutput:
     #   unchanged and pruned its equivalent moves (SearchConfig.root_symmetry_pruning);
     #   the identity alone without pruning
     tree: Tree  # [B, N] the tree (mctx's, with mean scores and squared values); embeddings
+    cache: NNCache | None = None  # the network cache given to the search, with the
+    #   evaluations it made stored (gojax._nn_cache); None when none was given
 
 
 def _search_moves(
@@ -256,6 +263,7 @@ def search(
     root_evaluator: Evaluator | None = None,
     stop_at: jax.Array | int | None = None,
     resume: bool = False,
+    cache: NNCache | None = None,
 ) -> SearchOutput:
     """Search ``[B]`` positions; jittable with ``evaluator`` and ``config`` static.
 
@@ -293,6 +301,10 @@ def search(
         a search run in parts is the search run at once (bit for bit with a deterministic
         evaluator: the keys only seed the evaluator and the move sampled at the end).
         Static.
+      cache: optional network cache of ``evaluator``'s evaluations (:func:`new_cache`),
+        as the previous search gave it back (``SearchOutput.cache``): positions found
+        in it are not evaluated again (``gojax._nn_cache``). ``root_evaluator``'s
+        evaluations do not go through it.
 
     Returns:
       A :class:`SearchOutput`. Finished games get pass and meaningless weights.
@@ -371,12 +383,14 @@ def search(
         else evaluate_with_score(root_evaluator, states, key_root)
     )
 
-    def fresh_tree(size_nodes: int) -> tuple[Tree, jax.Array]:
-        """A tree holding the evaluated roots, and the roots' centres (KataGo takes the
-        net's ``scoreMean`` when it has no tree)."""
-        logits, value, score, mean, stdev, ownership = (
-            evaluate_with_score(evaluator, states, key_root) if root_eval is None else root_eval
-        )
+    def fresh_tree(size_nodes: int, cache: NNCache | None) -> tuple[Tree, jax.Array, Any]:
+        """A tree holding the evaluated roots, the roots' centres (KataGo takes the
+        net's ``scoreMean`` when it has no tree) and the network cache after it."""
+        if root_eval is None:
+            root_outputs, cache = cached_evaluate(evaluator, cache, states, key_root)
+        else:
+            root_outputs = root_eval
+        logits, value, score, mean, stdev, ownership = root_outputs
         prior = _mask_logits(logits, legal)
         center = centers(mean)
         root_utility = (
@@ -395,12 +409,12 @@ def search(
             legal,
             extra_data,
         )
-        return new, center
+        return new, center, cache
 
     if resume:
         center = tree.extra_data.center  # the centre the search began with
     elif tree is None:
-        tree, center = fresh_tree(capacity)
+        tree, center, cache = fresh_tree(capacity, cache)
     else:
         # The kept roots' priors as their evaluator gave them, not as last searched.
         evaluated = tree.extra_data.root_prior
@@ -417,10 +431,11 @@ def search(
         nodes = tree.node_visits.shape[1]
 
         def refresh():
-            return _where(keep, tree, fresh_tree(nodes)[0])
+            fresh, _, refreshed = fresh_tree(nodes, cache)
+            return _where(keep, tree, fresh), refreshed
 
         # The root evaluation is skipped when every game keeps its tree (one game in GTP).
-        tree = jax.lax.cond(jnp.all(keep), lambda: tree, refresh)
+        tree, cache = jax.lax.cond(jnp.all(keep), lambda: (tree, cache), refresh)
         # As KataGo: a kept root centres on the mean scoreMean below it, and every kept
         # node's score utilities are recomputed around that centre (a fresh root's
         # centre and utility come out as ``fresh_tree`` made them).
@@ -488,7 +503,7 @@ def search(
         target = jnp.minimum(jnp.asarray(stop_at, jnp.int32), target)
     leaf_batch = min(config.leaf_batch, config.num_simulations)
     if leaf_batch > 1:
-        tree, simulations = _run_batched_simulations(
+        tree, simulations, cache = _run_batched_simulations(
             tree,
             key_search,
             evaluator,
@@ -501,10 +516,11 @@ def search(
             virtual_loss=int(config.virtual_loss),
             radius=float(radius),
             halving=config.kind == "gumbel",
+            cache=cache,
         )
     else:
-        tree, simulations = _run_simulations(
-            tree, key_search, evaluator, rules, target, max_depth, moves, utility
+        tree, simulations, cache = _run_simulations(
+            tree, key_search, evaluator, rules, target, max_depth, moves, utility, cache
         )
 
     stats = root_stats(tree)
@@ -580,4 +596,5 @@ def search(
         ownership_stdev=tree_ownership_stdev(tree),
         root_symmetries=symmetries,
         tree=tree,
+        cache=cache,
     )

@@ -125,7 +125,7 @@ def test_defaults_are_katagos_for_nets_with_the_head_and_zero_for_others(net_fil
 
 def test_search_mixes_in_the_root_optimism_at_the_root_and_the_other_below(net_file):
     model = katago_model.load_model(net_file)
-    run_search, run_evaluate, _ = players._search_functions(model, 0, optimism=(0.2, 1.0))
+    run_search, run_evaluate, *_ = players._search_functions(model, 0, optimism=(0.2, 1.0))
     state = gojax.new_game(SIZE, komi=0.5)
     out = run_search(model.variables, batch(state, 1), jax.random.key(3), CONFIG, None, None)
     root = np.asarray(jax.nn.softmax(out.tree.children_prior_logits[0, 0]))

@@ -111,10 +111,10 @@ def test_one_leaf_per_step_builds_the_plain_search_trees(kind, monkeypatch):
         nxt = jax.vmap(gojax.play)(states, first.action)
         runs.append((plain(nxt, jax.random.key(4), reuse_jit()(first.tree, first.action)), nxt))
 
-    def one_per_step(tree, key, evaluator, rules, target, max_depth, moves, utility=None):
+    def one_per_step(tree, key, evaluator, rules, target, max_depth, moves, utility, cache):
         return search_module._run_batched_simulations(
             tree, key, evaluator, rules, target, max_depth, moves, utility,
-            leaf_batch=1, virtual_loss=1, halving=kind == "gumbel",
+            leaf_batch=1, virtual_loss=1, halving=kind == "gumbel", cache=cache,
         )  # fmt: skip
 
     monkeypatch.setattr(search_module, "_run_simulations", one_per_step)
