@@ -328,14 +328,18 @@ class _BatchAnalysis:
             temperature_moves=0,
             **(self._search_settings | (search or {})),
         )
-        search = functools.partial(
-            self._search,
-            self.model.variables,
+        search = self._cached(
+            functools.partial(
+                self._search,
+                self.model.variables,
+                roots,
+                config=config,
+                avoid=jnp.asarray(avoid),
+                ownership=ownership or moves_ownership,
+                keep_nodes=moves_ownership,
+            ),
             roots,
-            config=config,
-            avoid=jnp.asarray(avoid),
-            ownership=ownership or moves_ownership,
-            keep_nodes=moves_ownership,
+            ownership or moves_ownership,
         )
 
         def results(searched: Any, rows: Iterable[int]) -> list[_Result]:
@@ -375,6 +379,35 @@ class _BatchAnalysis:
                 self._speeds.get(shape),
             )
         return results(searched, range(n))
+
+    def _cached(self, search: Callable, roots: GoState, ownership: bool) -> Callable:
+        """``search(key, **kwargs) -> (output, tree)`` through the network cache of the
+        roots' board size and ``ownership`` setting (``nn_cache``; none if 0). The table is
+        donated to each search and replaced by the one it gives back: a search that fails
+        loses it (the next starts an empty one), never leaves a deleted one behind."""
+        kind = (int(roots.size), bool(ownership))
+
+        def run(key, **kwargs):
+            cache = self._caches.pop(kind, None)
+            if cache is None and self.nn_cache:
+                cache = self._new_cache(
+                    self.model.variables, roots, ownership=bool(ownership), size_log2=self.nn_cache
+                )
+            output, tree, cache = search(key, cache=cache, **kwargs)
+            if cache is not None:
+                self._caches[kind] = cache
+            return output, tree
+
+        return run
+
+    def cache_stats(self) -> dict[str, int] | None:
+        """The network cache's counters summed over its tables (``lookups``, ``hits``,
+        ``size``, ``filled``), or None without a cache."""
+        if not self.nn_cache:
+            return None
+        from gojax.search import cache_stats
+
+        return cache_stats(*self._caches.values())
 
     def _searched_results(
         self,

@@ -17,7 +17,9 @@ import time
 from typing import Any
 
 from eval._analysis_engine import AnalysisEngine
+from eval._gtp_cli import default_leaf_batch
 from eval.analysis_query import MAX_TREE_VISITS, MAX_VISITS, REPORT_AS
+from eval.katago_config import DEFAULT_NN_CACHE
 from eval.players import optimism_label
 
 # AnalysisEngine's options that a flag sets too: a config's key sets one only where its
@@ -28,6 +30,7 @@ _FLAGS_OF_OPTIONS = {
     "wide_root_noise": "wide_root_noise",
     "ignore_pre_root_history": "pre_root_history",
     "root_symmetry_pruning": "no_root_symmetry_pruning",
+    "nn_cache": "nn_cache",
 }
 
 
@@ -90,6 +93,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         c_puct=args.c_puct,
         seed=args.seed,
         replay_cache=args.replay_cache,
+        nn_cache=args.nn_cache,
         root_policy_optimism=args.root_policy_optimism,
         policy_optimism=args.policy_optimism,
         search=args.search,
@@ -103,6 +107,9 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     ignored, boards = None, None
     if any(getattr(args, flag, None) for flag in katago_flags):
         ignored, boards = _katago_form(args, options)
+    leaf_batch = getattr(args, "leaf_batch", None) or default_leaf_batch()
+    if leaf_batch > 1:  # gojax.search's virtual loss: K leaves of each tree per network call
+        options["search_settings"] = options.get("search_settings", {}) | {"leaf_batch": leaf_batch}
     warm_up = getattr(args, "warm_up", None)
     if warm_up is not None:  # given: it wins over the config's
         boards = warm_up
@@ -258,6 +265,23 @@ def register(commands) -> None:
         metavar="N",
         help="games kept after their replay: a query that extends one replays only its new "
         "moves (default 1024; 0 keeps none)",
+    )
+    parser.add_argument(
+        "--leaf-batch",
+        type=positive,
+        default=None,
+        metavar="K",
+        help="leaves of each search evaluated per network call, K descents of its tree under "
+        "virtual loss (SearchConfig.leaf_batch; default 1 on a CPU, 8 on a GPU or TPU)",
+    )
+    parser.add_argument(
+        "--nn-cache",
+        type=non_negative,
+        default=DEFAULT_NN_CACHE,
+        metavar="LOG2",
+        help="keep the network's evaluations of 2^LOG2 positions between searches (KataGo's "
+        "nnCacheSizePowerOfTwo), so that a position analysed again is not evaluated again; "
+        f"0 keeps none (default {DEFAULT_NN_CACHE})",
     )
     parser.add_argument(
         "--warm-up",

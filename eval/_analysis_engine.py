@@ -108,6 +108,11 @@ class AnalysisEngine(_BatchAnalysis):
       search_settings: ``SearchConfig`` fields every search starts from (KataGo's
         search settings of a config file, ``eval.katago_config``); a query's
         ``overrideSettings`` win.
+      nn_cache: keep the network's evaluations of ``2 ** nn_cache`` positions between
+        searches (KataGo's ``nnCacheSizePowerOfTwo``; ``gojax.search.new_cache``), one
+        table per board size and ownership setting, so that a position analysed again
+        (a game stepped back and forth, a query repeated with more visits) is not
+        evaluated again; 0 keeps none.
       max_tree_visits: the most root visits one search's tree holds (its nodes are
         allocated when it is compiled, one a visit): a query asking for more (up to
         KataGo's 2^50, as KaTrain's pondering does) is searched until its tree is
@@ -127,6 +132,7 @@ class AnalysisEngine(_BatchAnalysis):
         c_puct: float = 1.25,
         seed: int = 0,
         replay_cache: int = 1024,
+        nn_cache: int = 0,
         root_policy_optimism: float | None = None,
         policy_optimism: float | None = None,
         search: str = "puct",
@@ -187,7 +193,10 @@ class AnalysisEngine(_BatchAnalysis):
         self._key = jax.random.key(seed)
         self._calls = 0
         self.optimism = resolve_optimism(model, root_policy_optimism, policy_optimism)
-        self._search, self._evaluate = _device_functions(model, self.symmetry, self.optimism)
+        functions = _device_functions(model, self.symmetry, self.optimism)
+        self._search, self._new_cache, self._evaluate = functions
+        self.nn_cache = int(nn_cache)
+        self._caches: dict[tuple, Any] = {}  # (size, ownership) -> gojax.search.NNCache
         self._replays = ReplayCache(replay_cache)
         # Visits a second of the last search run in parts, by its shape (batch, visits,
         # ownership kept): the next one's first part is sized from it, not measured.

@@ -55,8 +55,11 @@ class _Ends(NamedTuple):
 
 
 def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
-    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree)``, the
-    output's tree cut to what the host reads, and
+    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree, cache)``,
+    the output's tree cut to what the host reads and the network cache given (``cache=``,
+    donated; ``gojax.search.new_cache``) with the search's evaluations stored, or None;
+    ``new_cache(variables, states, ownership, size_log2)``, an empty one for the search's
+    evaluator with or without ownership; and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
     (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
     ``(root, below)`` policy optimism; ``evaluate`` uses the root's.
@@ -67,12 +70,16 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     sized for them (nodes are added in order), so one program serves every budget up to
     its size."""
     from gojax.evaluate import evaluate
-    from gojax.search import katago_evaluator, search
+    from gojax.search import katago_evaluator, new_cache, search
 
     version = model.output_spec
     net, root_net = optimism_modules(model, optimism)
 
-    @functools.partial(jax.jit, static_argnames=("config", "ownership", "keep_nodes", "keep_tree"))
+    @functools.partial(
+        jax.jit,
+        static_argnames=("config", "ownership", "keep_nodes", "keep_tree"),
+        donate_argnames=("cache",),
+    )
     def run_search(
         variables,
         states,
@@ -84,6 +91,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         tree=None,
         stop_at=None,
         keep_tree=False,
+        cache=None,
     ):
         def leaf_evaluator(module):
             return katago_evaluator(
@@ -101,6 +109,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             tree=tree,
             stop_at=stop_at,
             resume=tree is not None,
+            cache=cache,
         )
         # Only the root's prior and the statistics a PV needs go to the host, not the states
         # nor, unless the moves' means are wanted (``keep_nodes``), the nodes' ownership
@@ -111,7 +120,16 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             children_prior_logits=result.tree.children_prior_logits[:, :1],
             raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
         )
-        return result.replace(tree=tree), (result.tree if keep_tree else None)
+        # The cache stays on the device, apart from the output the host reads.
+        kept = result.tree if keep_tree else None
+        return result.replace(tree=tree, cache=None), kept, result.cache
+
+    @functools.partial(jax.jit, static_argnames=("ownership", "size_log2"))
+    def make_cache(variables, states, ownership, size_log2):
+        evaluator = katago_evaluator(
+            (net, variables, version), symmetry=symmetry, ownership=ownership
+        )
+        return new_cache(evaluator, states, jax.random.key(0), size_log2)
 
     @jax.jit
     def run_evaluate(variables, states, actions, key):
@@ -130,7 +148,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         )
         return {k: v.reshape((batch, 1 + listed) + v.shape[1:]) for k, v in out.items()}
 
-    return run_search, run_evaluate
+    return run_search, make_cache, run_evaluate
 
 
 # A search run in parts (to report as it goes, or to stop at a time limit) adds at least

@@ -17,6 +17,7 @@ from typing import Any
 from eval import gtp_params
 from eval._gtp_server import GTPServer
 from eval.engine import Engine
+from eval.katago_config import DEFAULT_NN_CACHE
 from gojax.games import MAX_SIZE, MIN_SIZE
 
 
@@ -27,11 +28,6 @@ def _rollout_weights(args: argparse.Namespace):
     from gojax.rollout_policy import load
 
     return load(args.rollout_policy)
-
-
-# --nn-cache's default: 32,768 evaluations (a 19x19 one with its ownership is ~2.9 KB:
-# ~95 MB), a hundred-move review at 64 visits a move and more.
-NN_CACHE_SIZE_LOG2 = 15
 
 
 def _cache_size(text: str) -> int:
@@ -47,7 +43,7 @@ def _cache_size(text: str) -> int:
 
 # gojax gtp's flags that a KataGo config's keys set too (eval.katago_config.gtp_options):
 # a key sets one only where it was left at its default.
-_KATAGO_FLAGS = ("visits", "rules", "lag", "resign_threshold")
+_KATAGO_FLAGS = ("visits", "rules", "lag", "resign_threshold", "nn_cache")
 
 
 def _katago_form(args: argparse.Namespace) -> tuple[argparse.Namespace, Any]:
@@ -176,14 +172,14 @@ def make_engine(args: argparse.Namespace) -> Engine:
 
 
 def _nn_cache(args: argparse.Namespace) -> int:
-    """``--nn-cache``'s table size (log2), 0 for none; by default ``NN_CACHE_SIZE_LOG2``,
+    """``--nn-cache``'s table size (log2), 0 for none; by default ``DEFAULT_NN_CACHE``,
     none with ``--rollout-lambda`` (random rollouts are not kept)."""
     chosen = getattr(args, "nn_cache", None)
     if chosen is not None:
         if chosen and args.rollout_lambda:
             raise ValueError("--nn-cache keeps no rollout values: give --nn-cache 0")
         return chosen
-    return 0 if args.rollout_lambda else NN_CACHE_SIZE_LOG2
+    return 0 if args.rollout_lambda else DEFAULT_NN_CACHE
 
 
 def default_leaf_batch() -> int:
@@ -241,7 +237,7 @@ def register(commands) -> None:
         metavar="LOG2",
         help="--player search: keep the network's evaluations of 2^LOG2 positions between "
         "searches (KataGo's nnCacheSizePowerOfTwo), so a position searched again is not "
-        f"evaluated again; 0 keeps none (default {NN_CACHE_SIZE_LOG2}, 0 with --rollout-lambda)",
+        f"evaluated again; 0 keeps none (default {DEFAULT_NN_CACHE}, 0 with --rollout-lambda)",
     )
     gtp.add_argument(
         "--ponder-visits",

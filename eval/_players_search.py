@@ -400,11 +400,7 @@ class SearchPlayer:
             return None
         from gojax.search import cache_stats
 
-        total = {"lookups": 0, "hits": 0, "size": 0, "filled": 0}
-        for cache in self._caches.values():
-            for name, value in cache_stats(cache).items():
-                total[name] += value
-        return total
+        return cache_stats(*self._caches.values())
 
     def clear_cache(self) -> None:
         """Forget every stored evaluation (a timed search must not find its position)."""

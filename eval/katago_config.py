@@ -147,7 +147,6 @@ _NO_EFFECT = {
     "numSearchThreadsPerAnalysisThread",
     "numAnalysisThreads",
     "nnMaxBatchSize",
-    "nnCacheSizePowerOfTwo",
     "nnMutexPoolSizePowerOfTwo",
     "nnRandomize",
     "nnRandSeed",
@@ -226,8 +225,25 @@ class Mapped:
         self.unsupported.append(f"{key} ({why})" if why else key)
 
 
+# gojax gtp's and gojax analysis's --nn-cache default (log2): 32,768 evaluations (a
+# 19x19 one with its ownership is ~2.9 KB: ~95 MB a table), a hundred-move game reviewed
+# at 64 visits a move and more.
+DEFAULT_NN_CACHE = 15
+# The largest network cache taken from a config: gojax's table is allocated whole when
+# first used (a 19x19 evaluation with ownership ~2.9 KB: 2^16 ~190 MB), KataGo's entry by
+# entry, so KataGo's usual 20 would reserve gigabytes here.
+MOST_NN_CACHE = 16
+
+
 def _sort_out(key: str, text: str, mapped: Mapped) -> bool:
-    """File ``key`` under no effect or not supported if it is one of those; True if so."""
+    """File ``key`` under no effect or not supported if it is one of those, or take
+    ``nnCacheSizePowerOfTwo`` (both engines' ``nn_cache``); True if so."""
+    if key == "nnCacheSizePowerOfTwo":
+        size = _integer(key, text, -1, 48)
+        if size > MOST_NN_CACHE:
+            mapped.not_supported(f"{key} above {MOST_NN_CACHE}", f"{MOST_NN_CACHE} used")
+        mapped.options["nn_cache"] = min(max(size, 0), MOST_NN_CACHE)
+        return True
     if _no_effect(key):
         mapped.no_effect.append(key)
         return True

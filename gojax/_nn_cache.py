@@ -172,11 +172,13 @@ def cached_evaluate(
     return outputs, cache
 
 
-def cache_stats(cache: Any) -> dict[str, int]:
-    """A table's counters on the host: ``{"lookups", "hits", "size", "filled"}``."""
-    return {
-        "lookups": int(cache.lookups),
-        "hits": int(cache.hits),
-        "size": int(cache.size),
-        "filled": int(jnp.sum(cache.filled)),
-    }
+def cache_stats(*caches: Any) -> dict[str, int]:
+    """Tables' counters on the host, summed: ``{"lookups", "hits", "size", "filled"}``
+    (all 0 for no table)."""
+    total = {"lookups": 0, "hits": 0, "size": 0, "filled": 0}
+    for cache in caches:
+        total["lookups"] += int(cache.lookups)
+        total["hits"] += int(cache.hits)
+        total["size"] += int(cache.size)
+        total["filled"] += int(jnp.sum(cache.filled))
+    return total

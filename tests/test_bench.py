@@ -158,3 +158,13 @@ def test_rollouts_bench_times_both_policies():
     (row,) = result["rows"]
     assert row["random_games_per_s"] > 0 and row["fast_games_per_s"] > 0
     assert row["fast_cost"] == pytest.approx(row["random_games_per_s"] / row["fast_games_per_s"])
+
+
+@pytest.mark.slow  # two engines compiled (with and without the cache): minutes
+def test_review_bench_finds_the_way_back_in_the_cache():
+    result = run_bench("review.py")
+    cached, plain = result["rows"]
+    assert (cached["nn_cache"], plain["nn_cache"]) == (8, 0)
+    assert cached["backward_hit_rate"] > 0.9 and "backward_hit_rate" not in plain
+    for row in (cached, plain):
+        assert row["forward_over_backward"] == pytest.approx(row["forward_s"] / row["backward_s"])

@@ -95,11 +95,15 @@ def test_analysis_config_keys_become_the_engines_options(tmp_path):
         "wide_root_noise": 0.1,
         "root_symmetry_pruning": False,
         "search_settings": {"cpuct_exploration": 1.1},
+        "nn_cache": 16,  # KaTrain's 19, at most the largest table allocated whole here
     }
     line = katago_config.ignored_line("analysis", "analysis.cfg", mapped)
     assert line.startswith("gojax analysis: KataGo config analysis.cfg: ignored logFile, ")
-    assert "numSearchThreads, nnMaxBatchSize, nnCacheSizePowerOfTwo, conservativePass" in line
-    assert line.endswith("not supported: playoutDoublingAdvantage (no playout doubling advantage)")
+    assert "numSearchThreads, nnMaxBatchSize, conservativePass" in line
+    assert line.endswith(
+        "not supported: nnCacheSizePowerOfTwo above 16 (16 used), "
+        "playoutDoublingAdvantage (no playout doubling advantage)"
+    )
     assert "\n" not in line
     # KataGo's constants need KataGo's search; KataGo's own default perspective.
     mapped = katago_config.analysis_options({"cpuctExploration": "1.1"}, "puct")
@@ -437,6 +441,38 @@ def test_what_gojax_analysis_warms_up(tmp_path, monkeypatch, capsys):
     assert warms("-override-config", "maxVisits=5") is None  # no config file: as before
     assert warms() is None
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_gojax_analysis_cache_and_leaf_batch_flags_reach_the_engine(monkeypatch):
+    """``--nn-cache`` (default 2^15; a config's ``nnCacheSizePowerOfTwo`` where the flag is
+    left alone, at most 16) and ``--leaf-batch`` (the searches' ``leaf_batch``)."""
+    from eval import cli
+    from gojax import katago_model
+
+    made: list[AnalysisEngine] = []
+    init = AnalysisEngine.__init__
+
+    def record(engine, *args, **kwargs):
+        init(engine, *args, **kwargs)
+        made.append(engine)
+
+    monkeypatch.setattr(AnalysisEngine, "__init__", record)
+    monkeypatch.setattr(katago_model, "load_model", lambda path: model())
+
+    def engine(*argv: str) -> AnalysisEngine:
+        made.clear()
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+        assert cli.main(["analysis", "-model", "net.bin.gz", "--warm-up", "none", *argv]) == 0
+        return made[0]
+
+    assert engine().nn_cache == 15
+    assert "leaf_batch" not in engine()._search_settings  # a CPU's default: one leaf a step
+    assert engine("--nn-cache", "0").nn_cache == 0
+    assert engine("-override-config", "nnCacheSizePowerOfTwo=12").nn_cache == 12
+    assert engine("-override-config", "nnCacheSizePowerOfTwo=20").nn_cache == 16
+    given = engine("--nn-cache", "10", "-override-config", "nnCacheSizePowerOfTwo=12")
+    assert given.nn_cache == 10
+    assert engine("--leaf-batch", "4")._search_settings["leaf_batch"] == 4
 
 
 # ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ whose every slot holds one position's own evaluation."""
 from __future__ import annotations
 
 import functools
+import io
 import re
 
 import jax
@@ -203,3 +204,38 @@ def test_a_game_reviewed_backward_finds_its_positions_in_the_gtp_engines_cache()
         r"nn cache [0-9]+% of [0-9,]+ lookups",
         lines[-1],
     )
+
+
+def test_the_analysis_engine_answers_a_repeated_query_from_its_cache():
+    """``gojax analysis``'s engine: a query asked again (KaTrain re-analysing a game) looks
+    up only stored positions, and every reply is the one an engine without a cache gives."""
+    import json
+
+    from reference import reference_path
+
+    from eval.analysis import AnalysisEngine
+    from gojax.katago_model import load_model
+
+    model = load_model(reference_path("katago", "g170-b6c96-s175395328-d26788732.bin.gz"))
+    moves = [["B", "E5"], ["W", "C4"], ["B", "F3"]]
+    asked = {"id": "q", "moves": moves, "rules": "chinese", "komi": 7, "boardXSize": 9}
+    asked |= {"boardYSize": 9, "maxVisits": 12, "analyzeTurns": [0, 1, 2, 3]}
+    line = json.dumps(asked) + "\n"
+
+    def replies(engine) -> list[dict]:
+        out = io.StringIO()
+        engine.serve(io.StringIO(line), out)
+        return sorted((json.loads(text) for text in out.getvalue().splitlines()), key=str)
+
+    def options(nn_cache):
+        return dict(symmetry=0, visits=12, batch_size=4, min_batch=4, nn_cache=nn_cache)
+
+    cached = AnalysisEngine(model, **options(12))
+    first = replies(cached)
+    before = cached.cache_stats()
+    again = replies(cached)
+    after = cached.cache_stats()
+    assert first == again == replies(AnalysisEngine(model, **options(0)))
+    assert len(first) == 4 and all("moveInfos" in reply for reply in first)
+    assert before["hits"] < before["lookups"]
+    assert after["hits"] - before["hits"] == after["lookups"] - before["lookups"] > 0
