@@ -385,7 +385,7 @@ class SearchPlayer:
         kind = self._kind(state)
         cache = self._caches.pop(kind, None)
         if cache is None and self.nn_cache:
-            cache = self._new_cache(self.model.variables, _batch(state), self.nn_cache)
+            cache = self._empty_cache(state)
         result = self._search(
             self.model.variables, _batch(state), key, config, tree, avoid, cache=cache, **kwargs
         )
@@ -401,6 +401,10 @@ class SearchPlayer:
         from gojax.search import cache_stats
 
         return cache_stats(*self._caches.values())
+
+    def _empty_cache(self, state: GoState) -> Any:
+        """A new network cache for positions shaped as ``state``."""
+        return self._new_cache(self.model.variables, _batch(state), self.nn_cache)
 
     def clear_cache(self) -> None:
         """Forget every stored evaluation (a timed search must not find its position)."""
@@ -568,9 +572,8 @@ class SearchPlayer:
         self._searched(state, jax.random.key(0))  # compiles
         self.new_game()
         self.clear_cache()  # timed as a new position, whose evaluations are not stored
-        if self.nn_cache:
-            kind = self._kind(state)
-            self._caches[kind] = self._new_cache(self.model.variables, _batch(state), self.nn_cache)
+        if self.nn_cache:  # made before the clock starts
+            self._caches[self._kind(state)] = self._empty_cache(state)
         start = _now()
         self._searched(state, jax.random.key(1))
         self._seconds[self._kind(state)] = _now() - start
