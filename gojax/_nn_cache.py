@@ -92,11 +92,13 @@ def _words(leaf: jax.Array, batch: int) -> jax.Array:
 def position_keys(states: GoState) -> jax.Array:
     """``[N]`` states -> ``[N, 2]`` uint32 keys (see the module docstring).
 
-    Each key word is a sum of the state's words times fixed odd multipliers, modulo
-    2 ** 32, with the static part of the state (size, rules) as its starting value:
-    two inputs that differ collide in a word with chance about 2 ** -32, in both with
-    about 2 ** -64. The multipliers are constants of the program (a fixed seed), so
-    keys agree between programs and processes.
+    Each key word is a sum, modulo 2 ** 32, of the state's words each times its own
+    fixed odd multiplier (the product's high bits folded into its low ones), plus a
+    checksum of the static part of the state (size, rules): two inputs that differ
+    collide in a word with chance about 2 ** -32, in both with about 2 ** -64 (the
+    slots' spread was checked against a uniform one on random 9x9 positions). The
+    multipliers are constants of the program (a fixed seed), so keys agree between
+    programs and processes.
     """
     leaves, treedef = jax.tree.flatten(states)
     batch = leaves[0].shape[0]
