@@ -382,20 +382,18 @@ class _BatchAnalysis:
 
     def _cached(self, search: Callable, roots: GoState, ownership: bool) -> Callable:
         """``search(key, **kwargs) -> (output, tree)`` through the network cache of the
-        roots' board size and ``ownership`` setting (``nn_cache``; none if 0). The table is
-        donated to each search and replaced by the one it gives back: a search that fails
-        loses it (the next starts an empty one), never leaves a deleted one behind."""
+        roots' board size and ``ownership`` setting, if kept (``eval._nn_tables``: donated,
+        and replaced by the one the search gives back)."""
         kind = (int(roots.size), bool(ownership))
 
+        def make(size_log2: int) -> Any:
+            return self._new_cache(
+                self.model.variables, roots, ownership=bool(ownership), size_log2=size_log2
+            )
+
         def run(key, **kwargs):
-            cache = self._caches.pop(kind, None)
-            if cache is None and self.nn_cache:
-                cache = self._new_cache(
-                    self.model.variables, roots, ownership=bool(ownership), size_log2=self.nn_cache
-                )
-            output, tree, cache = search(key, cache=cache, **kwargs)
-            if cache is not None:
-                self._caches[kind] = cache
+            output, tree, cache = search(key, cache=self._caches.take(kind, make), **kwargs)
+            self._caches.keep(kind, cache)
             return output, tree
 
         return run
@@ -403,11 +401,7 @@ class _BatchAnalysis:
     def cache_stats(self) -> dict[str, int] | None:
         """The network cache's counters summed over its tables (``lookups``, ``hits``,
         ``size``, ``filled``), or None without a cache."""
-        if not self.nn_cache:
-            return None
-        from gojax.search import cache_stats
-
-        return cache_stats(*self._caches.values())
+        return self._caches.stats()
 
     def _searched_results(
         self,

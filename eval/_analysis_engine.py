@@ -32,6 +32,7 @@ from eval._analysis_stream import (
     _Stream,
     _terminate_request,
 )
+from eval._nn_tables import NNTables
 from eval.analysis_query import (
     DEFAULT_PV_LENGTH,
     MAX_TREE_VISITS,
@@ -196,7 +197,7 @@ class AnalysisEngine(_BatchAnalysis):
         functions = _device_functions(model, self.symmetry, self.optimism)
         self._search, self._new_cache, self._evaluate = functions
         self.nn_cache = int(nn_cache)
-        self._caches: dict[tuple, Any] = {}  # (size, ownership) -> gojax.search.NNCache
+        self._caches = NNTables(nn_cache)  # by (size, ownership kept)
         self._replays = ReplayCache(replay_cache)
         # Visits a second of the last search run in parts, by its shape (batch, visits,
         # ownership kept): the next one's first part is sized from it, not measured.

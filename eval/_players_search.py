@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from eval._nn_tables import NNTables
 from eval._players_analysis import (
     Analysis,
     _batch,
@@ -246,7 +247,7 @@ class SearchPlayer:
         if nn_cache and self._new_cache is None:
             raise ValueError("this player keeps no network cache: nn_cache 0")
         self.nn_cache = int(nn_cache)
-        self._caches: dict[tuple, Any] = {}  # board kind -> gojax.search.NNCache
+        self._caches = NNTables(nn_cache)  # by board kind
         self._empty: dict[tuple, Any] = {}
         self._seconds: dict[tuple, float] = {}
         self.new_game()
@@ -377,34 +378,24 @@ class SearchPlayer:
         return self._result_analysis(state, result, key_eval)
 
     def _cached_search(self, state: GoState, key, config, tree, avoid, **kwargs) -> Any:
-        """``self._search`` of ``state`` through the board kind's network cache, if kept.
-
-        The table is donated to the search (no copy of it per call) and replaced by the
-        one the search gives back; a search that fails loses it (the next one starts an
-        empty table), never leaves a deleted one behind."""
+        """``self._search`` of ``state`` through the board kind's network cache, if kept
+        (``eval._nn_tables``: donated, and replaced by the one the search gives back)."""
         kind = self._kind(state)
-        cache = self._caches.pop(kind, None)
-        if cache is None and self.nn_cache:
-            cache = self._empty_cache(state)
+        cache = self._caches.take(kind, functools.partial(self._empty_cache, state))
         result = self._search(
             self.model.variables, _batch(state), key, config, tree, avoid, cache=cache, **kwargs
         )
-        if result.cache is not None:
-            self._caches[kind] = result.cache
+        self._caches.keep(kind, result.cache)
         return result
 
     def cache_stats(self) -> dict[str, int] | None:
         """The network cache's counters summed over its tables (``lookups``, ``hits``,
         ``size``, ``filled``), or None without a cache."""
-        if not self.nn_cache:
-            return None
-        from gojax.search import cache_stats
+        return self._caches.stats()
 
-        return cache_stats(*self._caches.values())
-
-    def _empty_cache(self, state: GoState) -> Any:
-        """A new network cache for positions shaped as ``state``."""
-        return self._new_cache(self.model.variables, _batch(state), self.nn_cache)
+    def _empty_cache(self, state: GoState, size_log2: int) -> Any:
+        """A new network cache of ``2 ** size_log2`` positions shaped as ``state``."""
+        return self._new_cache(self.model.variables, _batch(state), size_log2)
 
     def clear_cache(self) -> None:
         """Forget every stored evaluation (a timed search must not find its position)."""
@@ -572,8 +563,10 @@ class SearchPlayer:
         self._searched(state, jax.random.key(0))  # compiles
         self.new_game()
         self.clear_cache()  # timed as a new position, whose evaluations are not stored
-        if self.nn_cache:  # made before the clock starts
-            self._caches[self._kind(state)] = self._empty_cache(state)
+        kind = self._kind(state)  # the empty table made before the clock starts
+        self._caches.keep(
+            kind, self._caches.take(kind, functools.partial(self._empty_cache, state))
+        )
         start = _now()
         self._searched(state, jax.random.key(1))
         self._seconds[self._kind(state)] = _now() - start

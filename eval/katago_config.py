@@ -311,8 +311,12 @@ def analysis_options(settings: dict[str, str], search: str, config_file: bool = 
 # KaTrain's "local" back end, whose command line cannot be changed, the config file is
 # the place to say so.
 WARM_UP_KEY = "gojaxWarmUp"
-WARM_UP_KEYS = (WARM_UP_KEY, "maxBoardXSizeForNNBuffer", "maxBoardYSizeForNNBuffer")
-WARM_UP_KEYS += ("requireMaxBoardSize",)
+WARM_UP_KEYS = (
+    WARM_UP_KEY,
+    "maxBoardXSizeForNNBuffer",
+    "maxBoardYSizeForNNBuffer",
+    "requireMaxBoardSize",
+)
 # A KataGo analysis config names no board size nor rules (each query does). KaTrain,
 # the client that starts gojax with one, opens on 19x19 and offers 9x9 as the other
 # quick board; its default rules, and what it sends for rules it does not know, are
