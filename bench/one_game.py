@@ -12,11 +12,15 @@ as KataGo: the search's visits/s at each K (``--kind``, default KataGo's PUCT, n
 noise), the net alone at batch 1 and at batch K (the same evaluator on K copies of the
 position), and the ratio of the search's visits/s to the net's evaluations/s at batch
 K: the share of the batched net's rate the search keeps (1 would be a search loop that
-costs nothing and a virtual loss that never drops a descent). All timed in one run,
-interleaved (``bench/_timing.py``), after compiling; the best of ``--repeats``. The last
-line is JSON.
+costs nothing and a virtual loss that never drops a descent). With ``--katago PATH``,
+KataGo's own engine beside it: same net, position, rules, komi and visits,
+``--katago-threads`` search threads (``bench/_katago_gtp.py``), and the ratio of our
+best K's visits/s to KataGo's. All timed in one run, interleaved
+(``bench/_timing.py``), after compiling; the best of ``--repeats``. The last line is
+JSON.
 
     python bench/one_game.py                     # 19x19 and 9x9, K = 1 4 8 16 32
+    python bench/one_game.py --katago ./katago   # and KataGo's engine, 2 threads
     python bench/one_game.py --sizes 9 --visits 800 --leaf-batches 1 8
     python bench/one_game.py --smoke             # tiny visits: proves the script
 """
@@ -33,6 +37,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from _katago_gtp import KataGoGTP
 from _timing import best_times, cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
 
 import gojax
@@ -47,9 +52,9 @@ REFERENCE = Path(
 MODEL = REFERENCE / "katago" / "g170-b6c96-s175395328-d26788732.bin.gz"
 
 
-def game_position(size: int, move: int) -> gojax.GoState:
+def game_position(size: int, move: int) -> tuple[gojax.GoState, list[tuple[str, int]], float]:
     """The first reference game of ``size``, after ``move`` moves (fewer if it ends first):
-    ``[1]`` states, Tromp-Taylor rules, the game's komi."""
+    ``[1]`` states (Tromp-Taylor rules, the game's komi), the moves played and the komi."""
     folder = REFERENCE / "sgf" / f"katago-{size}x{size}"
     paths = sorted(folder.glob("*.sgf"))
     if not paths:
@@ -57,16 +62,19 @@ def game_position(size: int, move: int) -> gojax.GoState:
     record = sgf.load(paths[0])
     state = gojax.new_game(size, komi=record.komi, rules="tromp-taylor")
     play = jax.jit(gojax.play)
+    played = []
     for colour, action in record.moves[:move]:
         if (colour == "B") != (int(state.to_play) == gojax.BLACK):
             break  # two moves in a row by one player: stop before it
         state = play(state, action)
-    return jax.tree.map(lambda x: x[None], state)
+        played.append((colour, action))
+    return jax.tree.map(lambda x: x[None], state), played, record.komi
 
 
-def measure(model, size: int, args) -> list[dict]:
-    """One row per K: the search's visits/s and the net alone at batch 1 and K."""
-    states = game_position(size, args.move)
+def measure(model, size: int, args) -> tuple[list[dict], dict | None]:
+    """One row per K: the search's visits/s and the net alone at batch 1 and K; and
+    KataGo's engine on the same search (None without ``--katago``)."""
+    states, played, komi = game_position(size, args.move)
     net = model.module(dtype=jnp.float32)
     version, variables = model.output_spec, model.variables
     visits = args.visits[size]
@@ -99,8 +107,17 @@ def measure(model, size: int, args) -> list[dict]:
             (variables, states, key),
         )
         calls.setdefault(f"net {k}", (net_alone, (variables, copies(k), key)))
+    katago = None
+    if args.katago:
+        katago = KataGoGTP(args.katago, MODEL, visits=visits, threads=args.katago_threads)
+        colour = katago.set_position(size, komi, played)
+        calls["katago"] = (katago.search, (colour,))
     print(f"  {size}x{size}: compiling and timing {len(calls)} programs ...", flush=True)
-    t = best_times(calls, repeats=args.repeats)
+    try:
+        t = best_times(calls, repeats=args.repeats)
+    finally:
+        if katago:
+            katago.close()
     rows = []
     for k in args.leaf_batches:
         search_rate = visits / t[f"search {k}"]
@@ -120,7 +137,20 @@ def measure(model, size: int, args) -> list[dict]:
     base = rows[0]["search_visits_per_s"]
     for row in rows:
         row["speedup_over_first"] = row["search_visits_per_s"] / base
-    return rows
+    if katago is None:
+        return rows, None
+    best = max(rows, key=lambda row: row["search_visits_per_s"])
+    peer = {
+        "size": size,
+        "visits": visits,
+        "engine": katago.version,
+        "threads": katago.threads,
+        "katago_visits_per_s": visits / t["katago"],
+        "best_leaf_batch": best["leaf_batch"],
+        "ours_visits_per_s": best["search_visits_per_s"],
+    }
+    peer["ours_over_katago"] = peer["ours_visits_per_s"] / peer["katago_visits_per_s"]
+    return rows, peer
 
 
 def main() -> None:
@@ -136,6 +166,8 @@ def main() -> None:
     parser.add_argument("--kind", default="katago", choices=["katago", "puct", "gumbel"])
     parser.add_argument("--virtual-loss", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--katago", help="a KataGo executable to time beside ours (GTP)")
+    parser.add_argument("--katago-threads", type=int, default=2, help="its numSearchThreads")
     parser.add_argument("--json", help="also write the JSON summary to this file")
     parser.add_argument("--smoke", action="store_true", help="tiny visits, runs in seconds")
     args = parser.parse_args()
@@ -149,9 +181,11 @@ def main() -> None:
     print(f"backend: {jax.default_backend()} ({jax.devices()[0].device_kind}), {platform.node()}")
     print(f"cpu: {cpu_name()}")
     print(f"{args.kind} search of one game, b6c96, virtual loss {args.virtual_loss}")
-    rows = []
+    rows, peers = [], []
     for size in args.sizes:
-        rows.extend(measure(model, size, args))
+        size_rows, peer = measure(model, size, args)
+        rows.extend(size_rows)
+        peers.extend([peer] if peer else [])
     header = (
         f"{'size':>5} {'visits':>6} {'K':>3} {'search v/s':>11} {'x K=first':>9} "
         f"{'net@1 ev/s':>11} {'net@K ev/s':>11} {'search/net@K':>12}"
@@ -164,7 +198,16 @@ def main() -> None:
             f"{row['net_evals_per_s_batch_1']:11.1f} {row['net_evals_per_s_batch_k']:11.1f} "
             f"{row['search_over_net_k']:12.2f}"
         )
+    for peer in peers:
+        print(
+            f"{peer['size']}x{peer['size']} {peer['visits']} visits: KataGo {peer['engine']} "
+            f"{peer['threads']} threads {peer['katago_visits_per_s']:.1f} v/s; ours at "
+            f"K={peer['best_leaf_batch']} {peer['ours_visits_per_s']:.1f} v/s: "
+            f"{peer['ours_over_katago']:.2f}x KataGo"
+        )
     summary = {"bench": "one_game", "kind": args.kind, "rows": rows}
+    if peers:
+        summary["katago"] = peers
     if args.json:
         write_atomic(Path(args.json), json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary))

@@ -168,3 +168,55 @@ def test_review_bench_finds_the_way_back_in_the_cache():
     assert cached["backward_hit_rate"] > 0.9 and "backward_hit_rate" not in plain
     for row in (cached, plain):
         assert row["forward_over_backward"] == pytest.approx(row["forward_s"] / row["backward_s"])
+
+
+# A stand-in for KataGo's GTP engine: answers the commands the one-game bench sends,
+# writes each one to a log, and "searches" by sleeping SEARCH_S seconds.
+FAKE_KATAGO = """\
+import os, sys, time
+log = open(os.environ["FAKE_KATAGO_LOG"], "w")
+assert sys.argv[1] == "gtp" and "-model" in sys.argv and "-config" in sys.argv
+for line in sys.stdin:
+    command = line.split()
+    log.write(line); log.flush()
+    if command[0] == "quit":
+        print("=\\n", flush=True); break
+    if command[0] == "kata-search":
+        time.sleep(0.25)
+        print("= D4\\n", flush=True)
+    elif command[0] == "version":
+        print("= 0.0-fake\\n", flush=True)
+    elif command[0] in ("boardsize", "clear_board", "komi", "kata-set-rules", "play",
+                        "clear_cache"):
+        print("=\\n", flush=True)
+    else:
+        print("? unknown command\\n", flush=True)
+"""
+
+
+def test_one_game_bench_times_katagos_engine_on_the_same_position(tmp_path, monkeypatch):
+    """``--katago``: the engine is set up on the bench's position (its moves played from
+    an empty board) and each timed search starts from a cleared cache; its visits/s is
+    the visits over the search's wall time, and the ratio is our best K's over it."""
+    fake = tmp_path / "katago"
+    fake.write_text(f"#!{sys.executable}\n" + FAKE_KATAGO)
+    fake.chmod(0o755)
+    log = tmp_path / "commands.txt"
+    monkeypatch.setenv("FAKE_KATAGO_LOG", str(log))
+    result = run_bench("one_game.py", "--katago", str(fake), "--move", "6")
+    (peer,) = result["katago"]
+    assert peer["engine"] == "0.0-fake" and peer["threads"] == 2
+    # 8 visits (the smoke's) in a little over 0.25 s
+    assert 8 / 0.4 < peer["katago_visits_per_s"] <= 8 / 0.25
+    ours = max(row["search_visits_per_s"] for row in result["rows"])
+    assert peer["ours_visits_per_s"] == ours
+    assert peer["ours_over_katago"] == pytest.approx(ours / peer["katago_visits_per_s"])
+    commands = log.read_text().splitlines()
+    assert commands[:5] == ["version", "boardsize 9", "clear_board", commands[3], commands[4]]
+    assert commands[3].startswith("komi ") and commands[4] == "kata-set-rules tromp-taylor"
+    plays = [c for c in commands if c.startswith("play ")]
+    assert len(plays) == 6 and [p.split()[1] for p in plays] == ["B", "W"] * 3
+    searches = [c for c in commands if c.startswith("kata-search")]
+    assert searches and all(c == "kata-search B" for c in searches)  # Black after 6 moves
+    # every search follows a clear_cache (a timed search has no tree and no cache)
+    assert all(commands[i - 1] == "clear_cache" for i, c in enumerate(commands) if c in searches)

@@ -46,6 +46,8 @@ from train.value_network import VALUE_RANGES
         ("--config.board.size=100", "board.size"),
         ("--config.learner.batch_size=0", "learner.batch_size"),
         ("--config.learner.learning_rate=nan", "learner.learning_rate"),
+        ("--config.learner.lr_drops=(900, 300)", "learner.lr_drops"),
+        ("--config.learner.lr_drop_factor=0.0", "learner.lr_drop_factor"),
         ("--config.selfplay.dirichlet_fraction=1.5", "selfplay.dirichlet_fraction"),
         ("--config.replay.min_size=999999", "replay.min_size"),
     ],

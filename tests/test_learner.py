@@ -7,6 +7,7 @@ count is fixed when JAX starts and the test process already has one device.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ from train.learner import (
     abstract_train_state,
     check_finite,
     create_train_state,
+    learning_rate_schedule,
     make_mesh,
     make_train_step,
     shard_batch,
@@ -216,6 +218,23 @@ def test_adamw_schedule_warms_up():
     _, history = _train(spec, config, synthetic_batch(spec, 8, SIZE), 3)
     rates = [float(m["learning_rate"]) for m in history]
     assert rates == pytest.approx([0.0, 2.5e-4, 5e-4])
+
+
+def test_adamw_drops_the_rate_at_each_annealing_step():
+    base = LearnerConfig(
+        optimizer="adamw", learning_rate=1e-3, warmup_steps=2, total_steps=10**6, end_lr_factor=1.0
+    )
+    annealed = dataclasses.replace(base, lr_drops=(5, 8), lr_drop_factor=0.3)
+    plain, dropped = learning_rate_schedule(base), learning_rate_schedule(annealed)
+    steps = jnp.arange(12)
+    ratio = np.asarray(dropped(steps))[2:] / np.asarray(plain(steps))[2:]
+    # Warm-up untouched (0 at step 0), then x1 before step 5, x0.3 from 5, x0.09 from 8.
+    assert float(dropped(0)) == 0.0
+    np.testing.assert_allclose(ratio, [1, 1, 1, 0.3, 0.3, 0.3, 0.09, 0.09, 0.09, 0.09], rtol=1e-6)
+    with pytest.raises(ValueError, match="lr_drops"):
+        LearnerConfig(optimizer="adamw", lr_drops=(8, 5))
+    with pytest.raises(ValueError, match="lr_drop_factor"):
+        LearnerConfig(optimizer="adamw", lr_drop_factor=0.0)
 
 
 def test_nan_stops_training():

@@ -134,8 +134,13 @@ LEARNER_RANGES = KeyRanges(
         "learner.shortterm_score_error_weight",
         "learner.optimistic_policy_weight",
     ),
-    fractions=("learner.end_lr_factor",),
-    positive=("learner.learning_rate", "learner.lr_values", "learner.score_huber_delta"),
+    fractions=("learner.end_lr_factor", "learner.lr_drop_factor"),
+    positive=(
+        "learner.learning_rate",
+        "learner.lr_values",
+        "learner.lr_drop_factor",
+        "learner.score_huber_delta",
+    ),
 )
 POSITIVE = ("selfplay.pb_c_init",)
 # None ("as the search decides") or a number, whose range SearchConfig checks. Their None
@@ -318,6 +323,11 @@ def check_learner(config: ml_collections.ConfigDict) -> None:
         if values is not MISSING and len(values) != len(steps) + 1:
             allowed = f"{len(steps) + 1} rates: one more than learner.lr_boundaries"
             raise bad_value("learner.lr_values", values, allowed)
+    drops = get_key(config, "learner.lr_drops")
+    if drops is not MISSING:
+        steps = list(drops)
+        if not all(is_int(s) and s >= 0 for s in steps) or steps != sorted(set(steps)):
+            raise bad_value("learner.lr_drops", drops, "increasing steps, 0 or more")
     check_multiple(config, "learner.batch_size", "learner.num_devices")
 
 

@@ -113,6 +113,9 @@ class LearnerConfig:
       optimizer: ``"sgd"`` (momentum, AlphaGo Zero's step schedule) or
         ``"adamw"`` (linear warmup to ``learning_rate`` then cosine decay to
         ``learning_rate * end_lr_factor`` at ``total_steps``).
+      lr_drops, lr_drop_factor: AdamW's annealing steps: the rate is multiplied
+        by ``lr_drop_factor`` from each step of ``lr_drops`` on (a run that has
+        stopped improving at one rate; AlphaGo Zero's drops, on AdamW).
       lr_boundaries, lr_values: SGD's schedule: ``lr_values[i]`` from step
         ``lr_boundaries[i-1]`` on (one more value than boundaries).
       momentum: SGD momentum.
@@ -150,6 +153,8 @@ class LearnerConfig:
     warmup_steps: int = 1_000
     total_steps: int = 700_000
     end_lr_factor: float = 0.01
+    lr_drops: tuple[int, ...] = ()
+    lr_drop_factor: float = 0.3
     weight_decay: float = 0.0
     grad_clip_norm: float = 0.0
 
@@ -188,6 +193,11 @@ class LearnerConfig:
             raise ValueError("lr_values needs exactly one more entry than lr_boundaries")
         object.__setattr__(self, "lr_boundaries", tuple(int(b) for b in self.lr_boundaries))
         object.__setattr__(self, "lr_values", tuple(float(v) for v in self.lr_values))
+        object.__setattr__(self, "lr_drops", tuple(int(s) for s in self.lr_drops))
+        if list(self.lr_drops) != sorted(set(self.lr_drops)) or any(s < 0 for s in self.lr_drops):
+            raise ValueError(f"lr_drops must be increasing steps >= 0, not {self.lr_drops}")
+        if not 0 < self.lr_drop_factor <= 1:
+            raise ValueError(f"lr_drop_factor must be in (0, 1], not {self.lr_drop_factor}")
 
 
 class TrainState(flax.struct.PyTreeNode):
@@ -207,13 +217,22 @@ class TrainState(flax.struct.PyTreeNode):
 def learning_rate_schedule(config: LearnerConfig) -> optax.Schedule:
     """Learning rate as a function of the step (see ``LearnerConfig``)."""
     if config.optimizer == "adamw":
-        return optax.warmup_cosine_decay_schedule(
+        cosine = optax.warmup_cosine_decay_schedule(
             init_value=0.0,
             peak_value=config.learning_rate,
             warmup_steps=config.warmup_steps,
             decay_steps=max(config.total_steps, config.warmup_steps + 1),
             end_value=config.learning_rate * config.end_lr_factor,
         )
+        if not config.lr_drops:
+            return cosine
+        drops = jnp.asarray(config.lr_drops, jnp.int32)
+
+        def annealed(step: jax.Array) -> jax.Array:
+            passed = jnp.searchsorted(drops, step, side="right")
+            return cosine(step) * jnp.float32(config.lr_drop_factor) ** passed
+
+        return annealed
     boundaries = jnp.asarray(config.lr_boundaries, jnp.int32)
     values = jnp.asarray(config.lr_values, jnp.float32)
 
