@@ -246,8 +246,8 @@ def _expand(
     rows = jnp.arange(batch) if single else jnp.arange(batch)[:, None]
     shape = parent.shape
 
-    def flat(x):  # [B, K, ...] -> [B * K, ...]
-        return x if single else x.reshape((-1,) + x.shape[2:])
+    def flat(x):  # [B, K, ...] -> [B * K, ...] (no -1: a field may have 0-sized axes)
+        return x if single else x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:])
 
     def unflat(x):  # [B * K, ...] -> [B, K, ...]
         return x if single else x.reshape(shape + x.shape[1:])

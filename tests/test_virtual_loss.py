@@ -168,6 +168,18 @@ def test_counts_are_the_real_simulations_and_no_leaf_is_evaluated_twice(kind, vi
         assert len(steps) > 8
 
 
+def test_states_with_an_empty_field_batch_their_leaves():
+    """Rules without a superko history (chinese: ``superko_keys`` is ``[B, 0, 2]``) keep
+    a 0-sized axis in every state; a step's ``[B, K]`` leaves still flatten to ``B * K``
+    (``gojax gtp --rules chinese --leaf-batch 8`` failed here)."""
+    states = batch(new_game(5, komi=0.5, rules="chinese"), 2)
+    assert states.superko_keys.shape[1] == 0
+    out = run(distribution_evaluator, config("katago", num_simulations=12, leaf_batch=4))(
+        states, jax.random.key(1)
+    )
+    check_counts(out.tree, 12)
+
+
 def _favourite(states, key):
     """A mild favourite, the centre (action 12: 6% of the prior, the others 4%), value 0:
     every rule's first choice. (mctx's PUCT values an unvisited move at the worst of its
