@@ -74,6 +74,25 @@ def search_log_line(colour: int, move: str, visits: int, seconds: float, player:
     return line
 
 
+def nn_cache_report(player: Any) -> dict[str, Any] | None:
+    """``{"nnCacheSizePowerOfTwo", "tables", "entries", "filled", "lookups", "hits",
+    "hitRate"}``: the player's network cache since it started (its tables, one per kind
+    of search, summed; ``hitRate`` the share of lookups that found their position), or
+    None if it keeps none."""
+    stats = getattr(player, "cache_stats", lambda: None)()
+    if stats is None:
+        return None
+    return {
+        "nnCacheSizePowerOfTwo": player.nn_cache,
+        "tables": stats["tables"],
+        "entries": stats["size"],
+        "filled": stats["filled"],
+        "lookups": stats["lookups"],
+        "hits": stats["hits"],
+        "hitRate": round(stats["hits"] / stats["lookups"], 4) if stats["lookups"] else 0.0,
+    }
+
+
 class _Search(threading.Thread):
     """A search that any input line stops (KataGo's ``_cancellable`` commands):
     ``work(stop)`` runs on this thread, sees ``stop`` set when a line arrives, and
@@ -207,6 +226,7 @@ class GTPServer(AnalysisCommands):
             "gomill-cpu_time": lambda args, _id: f"{self.engine.genmove_seconds:.3f}",
             "stop": lambda args, _id: "",
             "clear_cache": self.cmd_clear_cache,
+            "gojax-nn_cache": self.cmd_gojax_nn_cache,
         }
 
     # -- the loop -------------------------------------------------------------
@@ -594,6 +614,14 @@ class GTPServer(AnalysisCommands):
     def cmd_clear_cache(self, args, _id):
         self.engine.player.new_game()
         return ""
+
+    def cmd_gojax_nn_cache(self, args, _id):
+        """The network cache's counters as ``kata-get-params`` writes JSON (see
+        :func:`nn_cache_report`); an error for a player that keeps no cache."""
+        report = nn_cache_report(self.engine.player)
+        if report is None:
+            raise GTPError("no network cache (--nn-cache 0, or a player without a search)")
+        return gtp_params.dump(report)
 
 
 def _one_line(text: str) -> str:

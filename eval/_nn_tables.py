@@ -39,10 +39,10 @@ class NNTables:
         self._tables.clear()
 
     def stats(self) -> dict[str, int] | None:
-        """The tables' counters summed (``lookups``, ``hits``, ``size``, ``filled``), or
-        None without caches."""
+        """The tables' counters summed (``lookups``, ``hits``, ``size``, ``filled``) and
+        how many ``tables`` there are, or None without caches."""
         if not self.size_log2:
             return None
         from gojax.search import cache_stats
 
-        return cache_stats(*self._tables.values())
+        return cache_stats(*self._tables.values()) | {"tables": len(self._tables)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import re
 
 import jax
@@ -187,10 +188,11 @@ def test_a_game_reviewed_backward_finds_its_positions_in_the_gtp_engines_cache()
         for i in reversed(range(len(moves))):
             server.serve(io.StringIO(f"undo\nkata-search {'BW'[i % 2]}\n"))
             backward.append(player.cache_stats())
-        return server.out.getvalue(), log.getvalue(), forward, backward
+        return server, log.getvalue(), forward, backward
 
-    out, log, forward, backward = review(nn_cache=12)
-    plain_out, plain_log, plain_stats, _ = review(nn_cache=0)
+    server, log, forward, backward = review(nn_cache=12)
+    plain_server, plain_log, plain_stats, _ = review(nn_cache=0)
+    out, plain_out = server.out.getvalue(), plain_server.out.getvalue()
     assert out == plain_out  # the same answers: the cache changes no evaluation
     assert plain_stats == [None] * len(moves) and "nn cache" not in plain_log
     assert forward[-1]["hits"] < forward[-1]["lookups"]
@@ -204,12 +206,28 @@ def test_a_game_reviewed_backward_finds_its_positions_in_the_gtp_engines_cache()
         r"nn cache [0-9]+% of [0-9,]+ lookups",
         lines[-1],
     )
+    # The counters on demand, as kata-get-params writes JSON.
+    for serving, reply in ((server, "="), (plain_server, "?")):
+        serving.out = io.StringIO()
+        serving.serve(io.StringIO("gojax-nn_cache\n"))
+        assert serving.out.getvalue().startswith(reply)
+    report = json.loads(server.out.getvalue()[2:])
+    total = backward[-1]
+    assert report == {
+        "nnCacheSizePowerOfTwo": 12,
+        "tables": 1,
+        "entries": 2**12,
+        "filled": total["filled"],
+        "lookups": total["lookups"],
+        "hits": total["hits"],
+        "hitRate": round(total["hits"] / total["lookups"], 4),
+    }
+    assert "no network cache" in plain_server.out.getvalue()
 
 
 def test_the_analysis_engine_answers_a_repeated_query_from_its_cache():
     """``gojax analysis``'s engine: a query asked again (KaTrain re-analysing a game) looks
     up only stored positions, and every reply is the one an engine without a cache gives."""
-    import json
 
     from reference import reference_path
 
