@@ -42,8 +42,13 @@ MANIFEST = "sweep.json"
 # Files.
 
 
-def _check_manifest(workdir: Path, settings: dict[str, Any]) -> None:
+def _check_manifest(workdir: Path, settings: dict[str, Any], *, write: bool = True) -> None:
+    """Raise ValueError unless ``workdir/sweep.json`` holds ``settings``; write it if
+    absent (``write``) or raise that it is missing (the other processes of a job,
+    which only read what process 0 wrote)."""
     path = workdir / MANIFEST
+    if not write and not path.exists():
+        raise ValueError(f"{path}: missing (process 0 writes it; did it fail?)")
     if path.exists():
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
@@ -265,7 +270,7 @@ def _make_mesh(num_devices: int):
 
     from eval.arena import GAMES_AXIS
 
-    devices = jax.devices()
+    devices = jax.local_devices()  # a cell is one host's program, in a job of several too
     n = num_devices or len(devices)
     if n > len(devices):
         raise ValueError(f"games.num_devices={n} but only {len(devices)} devices exist")

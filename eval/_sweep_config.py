@@ -83,6 +83,9 @@ def default_config() -> ml_collections.ConfigDict:
     )
     c.ratings = ml_collections.ConfigDict(dict(anchor="random", anchor_elo=0.0))
     c.plots = True
+    # Join a multi-process job with jax.distributed.initialize() and no arguments (TPU
+    # pods, SLURM: found from the environment); JAX_COORDINATOR_ADDRESS joins one anyway.
+    c.multihost = False
     return c
 
 

@@ -33,16 +33,28 @@ value network alone, rollouts alone and their mix, against each other).
 ``checkpoints.label`` names the swept run in the ratings
 (``label/step1200/puct16/c1.25``); another run is named by its workdir's
 last folder. Games of JAX agents are split across all devices
-(``games.num_devices``, 0: all) with a ``jax.sharding.Mesh`` over the game
-batch. Each cell's games are fixed by
+(``games.num_devices``, 0: all of this host's) with a ``jax.sharding.Mesh``
+over the game batch. Each cell's games are fixed by
 ``seed`` and the cell id, whatever the batch size, device count or order.
+
+Across hosts: the same command started on every process of a
+``jax.distributed`` job (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+``JAX_PROCESS_ID``; or ``--config.multihost=true`` on a TPU pod slice), with
+``DIR`` on a filesystem they share, splits the grid: cell ``i`` (in grid
+order) is process ``i % process_count``'s, which plays it on its own host's
+devices and writes its file (with a ``"process"`` field naming it). Process 0
+writes ``sweep.json`` (the others wait for it, then check it) and, once every
+process has played its share, the summaries; it alone prints the tables and
+draws the progress bar, counting its own share. A restart of every process
+resumes as one process does (``eval._sweep_hosts``).
 
 This module plans the grid (``cells_of``), runs it (``run_sweep``) and holds
 ``gojax sweep``; the rest lives in private modules and is re-exported here, so
 that ``from eval.sweep import X`` works for all of it: the config's keys, checks
 and the opponent forms (``eval._sweep_config``), playing and recording the cells
-(``eval._sweep_cells``) and the summaries, ratings and plots
-(``eval._sweep_summaries``).
+(``eval._sweep_cells``), the summaries, ratings and plots
+(``eval._sweep_summaries``) and the split between processes
+(``eval._sweep_hosts``).
 """
 
 from __future__ import annotations
@@ -77,6 +89,7 @@ from eval._sweep_config import agent_name as agent_name
 from eval._sweep_config import default_config as default_config
 from eval._sweep_config import rollout_policy_label as rollout_policy_label
 from eval._sweep_config import run_label as run_label
+from eval._sweep_hosts import join_job, own_cells, then_wait_for_all, this_process, wait_for_all
 from eval._sweep_summaries import CSV_FIELDS as CSV_FIELDS
 from eval._sweep_summaries import _ratings, format_results, write_summaries
 from eval._sweep_summaries import plot_elo_vs_compute as plot_elo_vs_compute
@@ -208,6 +221,14 @@ def run_sweep(
     "total": cells in the grid, "ratings": {name: Rating} or None}``.
     Raises ValueError for a bad config, missing checkpoints or a workdir
     holding a sweep with other settings.
+
+    In a multi-process job (``jax.distributed``, ``eval._sweep_hosts``) every
+    process calls this with the same config and workdir: each plays only its own
+    share of the grid (``played`` and ``max_cells`` count its own cells; its rows
+    carry ``"process"``, its index) on its own devices, and process 0 alone
+    writes ``sweep.json`` and the summaries, once every process has finished.
+    Every process returns the same ``cells`` and ``ratings``, read back from the
+    cell files. The progress bar, on process 0 only, counts process 0's share.
     """
     from train.checkpoint import checkpoint_steps
     from train.continuation import checkpoint_counters
@@ -229,36 +250,72 @@ def run_sweep(
         if kind == "uct" and (policy := _uct_arg(arg)[1]):
             _rollout_weights(policy)  # a clear error before any game
     mesh = _make_mesh(config.games.num_devices)  # more devices than exist: before any write
-    workdir.mkdir(parents=True, exist_ok=True)
-    _check_manifest(workdir, {**_shared_settings(config, board), "moves": agents.moves})
+    index, count = this_process()
+    settings = {**_shared_settings(config, board), "moves": agents.moves}
+    # sweep.json, never raced: process 0 checks or writes it, the others then check it.
+    if index == 0:
+        with then_wait_for_all("manifest"):
+            workdir.mkdir(parents=True, exist_ok=True)
+            _check_manifest(workdir, settings)
+    else:
+        wait_for_all("manifest")
+        _check_manifest(workdir, settings, write=False)
+    own = own_cells(grid, index, count)
     # Each cell file read once: a damaged one is reported once, then played again.
-    finished = {cell: read_cell(workdir, cell) for cell in grid}
-    todo = [cell for cell in grid if finished[cell] is None]
-    done = len(grid) - len(todo)
+    finished = {cell: read_cell(workdir, cell) for cell in own}
+    todo = [cell for cell in own if finished[cell] is None]
+    done = len(own) - len(todo)
     if max_cells is not None:
         todo = todo[: int(max_cells)]
+    with then_wait_for_all("cells"):  # process 0 summarises once every process is done
+        bar = (done, len(own)) if progress and index == 0 else None  # one bar, not one a host
+        finished.update(_play_cells(todo, agents, config, board, mesh, workdir, bar))
+    # The other processes' cells, finished now: every process returns the whole grid.
+    finished.update({cell: read_cell(workdir, cell) for cell in grid if cell not in finished})
+    rows = [finished[cell] for cell in grid if finished[cell] is not None]
+    ratings = _ratings(rows, config)
+    if index == 0:
+        steps = sorted({r["step"] for r in rows})
+        compute = {step: checkpoint_counters(run, step) for step in steps}
+        write_summaries(workdir, rows, ratings, plots=config.plots, compute=compute)
+    return {"cells": rows, "played": len(todo), "total": len(grid), "ratings": ratings}
+
+
+def _play_cells(
+    todo: list[Cell],
+    agents: _Agents,
+    config: ml_collections.ConfigDict,
+    board: dict[str, Any],
+    mesh,
+    workdir: Path,
+    progress: tuple[int, int] | None,
+) -> dict[Cell, dict[str, Any]]:
+    """Play ``todo``'s cells one after another, writing each one's file as it finishes;
+    their rows. ``progress``: ``(finished, total)`` cells of this process's share for a
+    progress bar, or None."""
+    index, count = this_process()
     bar = None
-    if progress and todo:
+    if progress is not None and todo:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(grid), initial=done, unit="cell", dynamic_ncols=True)
+        done, total = progress
+        bar = tqdm(total=total, initial=done, unit="cell", dynamic_ncols=True)
+    rows = {}
     try:
         for cell in todo:
             if bar is not None:
                 bar.set_postfix_str(cell.id, refresh=True)
             row = _play_cell(cell, agents, config, board, mesh, workdir)
+            if count > 1:
+                row["process"] = index  # which process of the job played it
             write_atomic(workdir / CELLS_DIR / f"{cell.id}.json", json.dumps(row, indent=2) + "\n")
-            finished[cell] = row
+            rows[cell] = row
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    rows = [finished[cell] for cell in grid if finished[cell] is not None]
-    ratings = _ratings(rows, config)
-    compute = {step: checkpoint_counters(run, step) for step in sorted({r["step"] for r in rows})}
-    write_summaries(workdir, rows, ratings, plots=config.plots, compute=compute)
-    return {"cells": rows, "played": len(todo), "total": len(grid), "ratings": ratings}
+    return rows
 
 
 # ----------------------------------------------------------------------------
@@ -271,7 +328,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     apply_overrides(config, args.overrides)
+    check_config(config)  # one line naming a bad key, before joining a job
+    join_job(config.multihost)  # before anything touches a backend
     summary = run_sweep(config, args.workdir, max_cells=args.max_cells, progress=not args.quiet)
+    index, count = this_process()
+    played = f"{summary['played']} cells played"
+    if count > 1:  # each process plays its own share; process 0 reports the sweep
+        played += f" by process {index} of {count}"
+    if index > 0:
+        print(played, file=sys.stderr)
+        return 0
     print(format_results(summary["cells"]))
     if summary["ratings"] is not None:
         print()
@@ -279,7 +345,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     left = summary["total"] - len(summary["cells"])
     state = "complete" if not left else f"{left} cells left (run again to continue)"
     print(
-        f"\n{summary['played']} cells played, {len(summary['cells'])}/{summary['total']} "
+        f"\n{played}, {len(summary['cells'])}/{summary['total']} "
         f"finished: {state}; results in {args.workdir}",
         file=sys.stderr,
     )

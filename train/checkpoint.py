@@ -109,6 +109,11 @@ class Checkpointer:
         are copied off the devices, so the state may be donated right after).
       process_index, process_count: this process and how many there are
         (``jax.process_index()``, ``jax.process_count()`` by default).
+      this_process_only: read ``directory`` (which must exist) without the other
+        processes of a multi-process job: orbax then holds no barriers with them,
+        so each process may open and restore checkpoints on its own, at its own
+        time (``restore_variables``: a sweep's processes each read the nets their
+        own cells play). Not for saving, which every process takes part in.
     """
 
     def __init__(
@@ -120,6 +125,7 @@ class Checkpointer:
         async_save: bool = False,
         process_index: int | None = None,
         process_count: int | None = None,
+        this_process_only: bool = False,
     ) -> None:
         if keep < 1:
             raise ValueError(f"keep must be at least 1, not {keep}")
@@ -133,10 +139,18 @@ class Checkpointer:
         # steps found unreadable (re-saving one of those replaces it).
         self._verified: set[int] = set()
         self._unreadable: set[int] = set()
+        processes = ocp.options.MultiprocessingOptions()  # every process, 0 the primary
+        if this_process_only:
+            # A manager over this process alone skips orbax's barriers (which would
+            # wait for processes doing other work); orbax cannot create its directory then.
+            processes = ocp.options.MultiprocessingOptions(
+                primary_host=self._index, active_processes={self._index}
+            )
         options = ocp.CheckpointManagerOptions(
             max_to_keep=None,  # rotation is ours: it must spare the newest good step
-            create=True,
+            create=not this_process_only,
             enable_async_checkpointing=async_save,
+            multiprocessing_options=processes,
         )
         self._manager = ocp.CheckpointManager(
             self.directory, item_names=("state", "extra", "meta"), options=options
@@ -465,7 +479,8 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
     """The network variables of checkpoint ``step`` (None: the newest) of a training run.
 
     Only the train state is read (not the replay contents), onto the first
-    local device, with the run's own config rebuilding its shapes. Raises
+    local device, with the run's own config rebuilding its shapes, by this
+    process alone (no barrier with a multi-process job's others). Raises
     ValueError naming what is missing when the run or the step is not there.
     """
     import ml_collections
@@ -480,7 +495,9 @@ def restore_variables(workdir: str | os.PathLike, step: int | None = None) -> Ru
     step = steps[-1] if step is None else int(step)
     if step not in steps:
         raise ValueError(f"{workdir}: no checkpoint at step {step}; there are {steps}")
-    ckpt = Checkpointer(os.path.join(os.fspath(workdir), "checkpoints"))
+    # This process alone: a multi-process sweep's processes restore different steps
+    # at different times.
+    ckpt = Checkpointer(os.path.join(os.fspath(workdir), "checkpoints"), this_process_only=True)
     try:
         config = ckpt.read_meta(step).get("config")
         if not config:
