@@ -23,6 +23,7 @@ CONFIG = """\
 logFile = {log}
 logToStderr = false
 logSearchInfo = false
+logAllGTPCommunication = false
 ponderingEnabled = false
 maxVisits = {visits}
 maxPlayouts = 1000000000
@@ -35,6 +36,8 @@ nnRandomize = true
 searchFactorAfterOnePass = 1.0
 searchFactorAfterTwoPass = 1.0
 allowResignation = false
+resignThreshold = -0.99
+resignConsecTurns = 3
 rules = tromp-taylor
 """
 
