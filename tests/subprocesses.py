@@ -49,3 +49,31 @@ def wait_all(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, s
             p.kill()
             outputs.append(p.communicate())
     return outputs
+
+
+def run_job(
+    command: list[str], processes: int, devices: int, timeout: float
+) -> list[tuple[str, str]]:
+    """``command`` (in the repository) started as processes ``0 .. processes - 1`` of a
+    localhost ``jax.distributed`` job (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+    ``JAX_PROCESS_ID``), ``devices`` XLA CPU host devices each; ``(stdout, stderr)`` of
+    each, in order. AssertionError with the stderr tails if any exits non-zero."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES=str(processes))
+    env["XLA_FLAGS"] = host_devices_flags(devices)
+    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
+    procs = [
+        subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**env, "JAX_PROCESS_ID": str(i)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(processes)
+    ]
+    outputs = wait_all(procs, timeout=timeout)
+    errors = [err[-3000:] for p, (_, err) in zip(procs, outputs, strict=True) if p.returncode]
+    if errors:
+        raise AssertionError("\n".join(errors))
+    return outputs

@@ -5,14 +5,11 @@ process standing in for each of a job's, no games), and two real processes
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from reference import REPO
-from subprocesses import free_port, host_devices_flags, wait_all
+from subprocesses import run_job
 from test_sweep import CONFIG, _config, _csv, _make_run, _overrides, _row
 
 import eval._sweep_hosts
@@ -93,32 +90,10 @@ def test_process_0_alone_writes_the_manifest_and_the_summaries(run_dir, tmp_path
 
 def _sweep_on_two_processes(run_dir: Path, out: Path, *extra: str) -> list[str]:
     """``gojax sweep`` started as processes 0 and 1 of a job; their stderr, in order."""
-    coordinator = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "eval.cli", "sweep", "--config", str(CONFIG)]
     command += ["--workdir", str(out), "--quiet", *_overrides(run_dir, OPPONENTS), *OVERRIDES]
     command += extra
-    procs = [
-        subprocess.Popen(
-            command,
-            env={
-                **os.environ,
-                "JAX_PLATFORMS": "cpu",
-                "XLA_FLAGS": host_devices_flags(1),
-                "JAX_COORDINATOR_ADDRESS": coordinator,
-                "JAX_NUM_PROCESSES": "2",
-                "JAX_PROCESS_ID": str(i),
-            },
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    outputs = wait_all(procs, timeout=300)
-    errors = [err[-3000:] for p, (_, err) in zip(procs, outputs, strict=True) if p.returncode]
-    if errors:
-        raise AssertionError("\n".join(errors))
+    outputs = run_job(command, processes=2, devices=1, timeout=300)
     assert outputs[1][0] == ""  # process 0 alone prints the results
     return [err for _, err in outputs]
 

@@ -1,7 +1,6 @@
 """The training loop end to end on 5x5, its resume, config overrides and the arena."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from subprocesses import free_port, host_devices_flags, wait_all
+from subprocesses import run_job
 
 from eval.cli import build_parser, main
 from train.checkpoint import Checkpointer
@@ -193,26 +192,9 @@ def _two_process_train(workdir, *args: str) -> list[tuple[str, str]]:
     devices per process; ``(stdout, stderr)`` of each, both checked to exit 0."""
     config_file = workdir.parent / "config.py"
     config_file.write_text("from train.loop import default_config\n\nget_config = default_config\n")
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_PROCESSES="2")
-    env["XLA_FLAGS"] = host_devices_flags(2)
-    env["JAX_COORDINATOR_ADDRESS"] = f"127.0.0.1:{free_port()}"
     command = [sys.executable, "-m", "eval.cli", "train", "--config", str(config_file)]
     command += ["--workdir", str(workdir), *TINY, *args]
-    procs = [
-        subprocess.Popen(
-            command,
-            cwd=REPO,
-            env={**env, "JAX_PROCESS_ID": str(i)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    outputs = wait_all(procs, timeout=600)
-    for p, (_, err) in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, err[-3000:]
-    return outputs
+    return run_job(command, processes=2, devices=2, timeout=600)
 
 
 @pytest.mark.slow
