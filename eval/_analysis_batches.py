@@ -58,7 +58,7 @@ class _BatchAnalysis:
     (``batch_size``, ``min_batch``, ``moves_listed``, ``c_puct``, ``search``, ``model``,
     ``max_time``, ``max_tree_visits``, ``ignore_pre_root_history``, ``_search``,
     ``_evaluate``, ``_search_settings``, ``_replays``, ``_speeds``, ``_warm_trees``,
-    ``_next_key``).
+    ``_programs``, ``_compiled_only``, ``_next_key``).
     """
 
     def analyse(self, queries: list[Query], stream: _Stream | None = None) -> list[list[dict]]:
@@ -91,7 +91,8 @@ class _BatchAnalysis:
             query = queries[i]
             groups[(query.size, query.rules, query.max_moves)].append(i)
         for (size, rules, max_moves), members in groups.items():
-            for chunk in _chunks(members, self.batch_size):
+            # A warmed engine replays one query at a time: the program warm_up compiled.
+            for chunk in _chunks(members, 1 if self._compiled_only else self.batch_size):
                 if paused:  # not even replayed
                     defer((i, turn) for i in chunk for turn in queries[i].turns)
                     continue
@@ -114,7 +115,7 @@ class _BatchAnalysis:
                 ordered = sorted(alike.items(), key=lambda kv: (-max(map(priority, kv[1])), kv[0]))
                 for (nodes, search), items in ordered:
                     items.sort(key=lambda item: -priority(item))
-                    for part in _chunks(items, self.batch_size):
+                    for part in _chunks(items, self._search_chunk(size, nodes)):
                         stream.check()
                         part = [item for item in part if item[1] not in stream.halted[item[0]]]
                         if part and not paused:
@@ -170,6 +171,38 @@ class _BatchAnalysis:
             if stream.report is None
             else functools.partial(_report_during_search, stream.report, queries, part),
         )
+
+    def _compiled_batches(self, size: int, nodes: int) -> list[int]:
+        """The batch sizes of the searches compiled so far on ``size`` boards in trees of
+        ``nodes`` nodes."""
+        return sorted({b for s, b, n, _, _ in self._programs if (s, n) == (size, nodes)})
+
+    def _search_chunk(self, size: int, nodes: int) -> int:
+        """Most positions searched at once: ``batch_size``, but in a warmed engine the
+        largest batch compiled for the search, if one was (a new batch size would be
+        compiled inside a query's ``maxTime``)."""
+        compiled = self._compiled_batches(size, nodes) if self._compiled_only else []
+        return compiled[-1] if compiled else self.batch_size
+
+    def _search_batch(self, size: int, nodes: int, n: int) -> int:
+        """The padded batch of ``n`` positions: a power of two (``_bucket``), or in a
+        warmed engine the smallest compiled batch that holds them."""
+        compiled = self._compiled_batches(size, nodes) if self._compiled_only else []
+        bucket = _bucket(n, self.batch_size, smallest=self.min_batch)
+        return min((b for b in compiled if b >= n), default=bucket)
+
+    def _search_variant(
+        self, size: int, batch: int, nodes: int, ownership: bool, moves_ownership: bool
+    ) -> tuple[bool, bool]:
+        """``(ownership, moves_ownership)`` of the search program to run: the one asked
+        for if it was compiled, else a compiled one of the same shape that keeps more (its
+        answers hold every number the narrower one gives; the host drops the rest), else
+        the one asked for (compiled now)."""
+        asked = (ownership or moves_ownership, moves_ownership)
+        for variant in (asked, (True, moves_ownership), (True, True)):
+            if (size, batch, nodes, *variant) in self._programs:
+                return variant
+        return asked
 
     def _tree_size(self, visits: int) -> int:
         """The nodes of the tree a search of ``visits`` root visits runs in: the power of
@@ -305,7 +338,7 @@ class _BatchAnalysis:
         tree's size; default: ``visits``)."""
         n = len(index)
         goals = list(goals or [visits] * n)
-        batch = _bucket(n, self.batch_size, smallest=self.min_batch)
+        batch = self._search_batch(states.size, visits, n)
         roots = _take(states, np.asarray(index + [index[0]] * (batch - n), np.int32))
         if forget is not None and any(forget):
             roots = _forget_history(roots, jnp.asarray(forget + [forget[0]] * (batch - n)))
@@ -320,6 +353,7 @@ class _BatchAnalysis:
                 avoid[i] = plies
         from gojax.search import SearchConfig
 
+        keeps = self._search_variant(roots.size, batch, visits, ownership, moves_ownership)
         config = SearchConfig(
             kind=self.search,
             num_simulations=visits - 1,
@@ -335,12 +369,13 @@ class _BatchAnalysis:
                 roots,
                 config=config,
                 avoid=jnp.asarray(avoid),
-                ownership=ownership or moves_ownership,
-                keep_nodes=moves_ownership,
+                ownership=keeps[0],
+                keep_nodes=keeps[1],
             ),
             roots,
-            ownership or moves_ownership,
+            keeps[0],
         )
+        self._programs.add((roots.size, batch, visits, *keeps))
 
         def results(searched: Any, rows: Iterable[int]) -> list[_Result]:
             return self._searched_results(
@@ -365,7 +400,7 @@ class _BatchAnalysis:
                 for i, result in zip(rows, results(searched, rows), strict=True):
                     on_report(int(i), result)
 
-            shape = (batch, visits, ownership, moves_ownership)
+            shape = (batch, visits, *keeps)
             searched, self._speeds[shape] = _search_in_parts(
                 search,
                 key_search,

@@ -206,38 +206,56 @@ class AnalysisEngine(_BatchAnalysis):
         self.carried: list[Query] = []
         # Tree sizes warm_up compiled: a smaller search runs in one (``_tree_size``).
         self._warm_trees: set[int] = set()
+        # The search programs compiled so far: (board size, batch, tree nodes, ownership,
+        # moves' ownership). A query that needs less than one of them keeps runs in it
+        # (``_search_variant``); after warm_up, searches run only at compiled batch sizes
+        # and queries are replayed one at a time (``_compiled_only``).
+        self._programs: set[tuple[int, int, int, bool, bool]] = set()
+        self._compiled_only = False
 
     def warm_up(self, boards: Iterable[tuple[int, str]], visits: int | None = None) -> None:
         """Compile ahead the programs a client's first queries need, so that they are
         answered within their time limits (``maxTime`` counts compilation): for each
-        ``(size, rules)`` (rules: any KataGo name), a query of ``visits`` root visits (the
-        engine's default) with ``includeOwnership`` and ``includeMovesOwnership``
-        (KaTrain's), searched in parts as a stream's searches are, stopped after its
-        second part, on a game of 16 moves (both replay segments; on boards of 8 lines
-        or more). Queries of the same size and rules (under any of their names) and
-        ownership then compile no search: those of up to ``visits`` visits are searched
-        in the tree compiled here (``_tree_size``). Their batch sizes (powers of two)
-        may compile."""
+        ``(size, rules)`` (the rules only name the replay's; every rule set runs in the
+        same programs, ``eval._analysis_replay._host_template``), a query of ``visits``
+        root visits (the engine's default) and one of the largest tree
+        (``max_tree_visits``: pondering, and any query of more visits), with
+        ``includeOwnership`` and ``includeMovesOwnership`` (KaTrain's: queries that ask
+        for less run in the same programs, ``_search_variant``), searched in parts as a
+        stream's searches are, stopped after their second part, on a game of 16 moves
+        (both replay segments; on boards of 8 lines or more). Queries of these sizes then
+        compile no search: they run in the smallest of the trees compiled here that holds
+        their visits (``_tree_size``), one query at a time and at the batch sizes
+        compiled (``_compiled_only``)."""
         visits, boards = visits or self.visits, list(boards)
+        trees = sorted({min(_bucket(visits), self.max_tree_visits), self.max_tree_visits})
+        if visits == 1:  # the network alone, no tree
+            trees = []
         for size, rules in boards:
-            moves = _warm_up_game(size)
-            request = {"id": "warm-up", "moves": moves, "rules": rules, "boardXSize": size,
-                       "boardYSize": size, "maxVisits": visits,
-                       "includeOwnership": True, "includeMovesOwnership": True}  # fmt: skip
-            query, _ = parse_query(request, visits=self.visits, report_as=self.report_as)
-            stream = _Stream.quiet(1)
-            looks: list[int] = []
-            turn = len(moves)  # the turn analysed, the game's last
+            for tree in trees or [1]:
+                self._warm_search(size, rules, tree)
+        if boards:
+            self._warm_trees.update(trees)
+            self._compiled_only = True
 
-            def check(stream: _Stream = stream, looks: list[int] = looks, turn: int = turn) -> None:
-                looks.append(1)  # before the search, after its first part, after its second
-                if len(looks) >= 3:
-                    stream.halted[0].add(turn)
+    def _warm_search(self, size: int, rules: str, visits: int) -> None:
+        """Compile the search of ``visits`` visits on ``size`` boards (``warm_up``)."""
+        moves = _warm_up_game(size)
+        request = {"id": "warm-up", "moves": moves, "rules": rules, "boardXSize": size,
+                   "boardYSize": size, "maxVisits": visits,
+                   "includeOwnership": True, "includeMovesOwnership": True}  # fmt: skip
+        query, _ = parse_query(request, visits=self.visits, report_as=self.report_as)
+        stream = _Stream.quiet(1)
+        looks: list[int] = []
+        turn = len(moves)  # the turn analysed, the game's last
 
-            stream.check, stream.poll = check, 0.0  # parts of the least visits
-            self.analyse([query], stream)
-        if boards and visits > 1:  # one visit: the network alone, no tree
-            self._warm_trees.add(min(_bucket(visits), self.max_tree_visits))
+        def check() -> None:
+            looks.append(1)  # before the search, after its first part, after its second
+            if len(looks) >= 3:
+                stream.halted[0].add(turn)
+
+        stream.check, stream.poll = check, 0.0  # parts of the least visits
+        self.analyse([query], stream)
 
     def _next_key(self) -> jax.Array:
         self._calls += 1

@@ -43,12 +43,14 @@ def _resume(states: GoState) -> GoState:
 REPLAY_SEGMENT = 16  # moves per replay call: the move count never shapes a program
 
 
-def _fresh(board, to_play, komi, captures, like: GoState) -> GoState:
-    """A new game of ``like``'s size and rules from ``board``: history forgotten."""
+def _fresh(board, to_play, komi, captures, rule_code, like: GoState) -> GoState:
+    """A new game of ``like``'s size and rules (``rule_code``: the preset, under runtime
+    rules) from ``board``: history forgotten."""
     state = new_game(
         like.size,
         komi=komi,
         rules=like.rules,
+        rule_code=rule_code,
         max_moves=like.max_moves,
         board=board,
         to_play=to_play,
@@ -80,7 +82,8 @@ def _replay_start(
     """
     games = first.shape[0]
     fresh = functools.partial(_fresh, like=resumed)
-    states = jax.vmap(fresh)(setup, first, komi, jnp.zeros((games, 2), jnp.int16))
+    captures = jnp.zeros((games, 2), jnp.int16)
+    states = jax.vmap(fresh)(setup, first, komi, captures, resumed.rule_code)
     states = _where(use_resumed, resumed, states)
     kept = jax.tree.map(lambda x: jnp.zeros((positions,) + x.shape[1:], x.dtype), states)
     return states, kept
@@ -133,7 +136,7 @@ def _replay_segment(
             lambda: _where(
                 switch,
                 jax.vmap(functools.partial(_fresh, like=states))(
-                    states.board, colour, komi, states.captures
+                    states.board, colour, komi, states.captures, states.rule_code
                 ),
                 states,
             ),
@@ -171,8 +174,11 @@ def _segments(steps: int) -> Iterable[slice]:
 
 @functools.cache
 def _host_template(size: int, rules: str, max_moves: int) -> GoState:
-    """A new game as numpy arrays: the rows of a replay that resume no kept game."""
-    return jax.device_get(new_game(size, rules=rules, max_moves=max_moves))
+    """A new game as numpy arrays: the rows of a replay that resume no kept game. Its
+    rules are kept as data (``gojax.new_game(runtime_rules=True)``): every rule set
+    replays and searches in the same programs, so a client that switches rules compiles
+    nothing."""
+    return jax.device_get(new_game(size, rules=rules, max_moves=max_moves, runtime_rules=True))
 
 
 def _game_key(query: Query) -> tuple:

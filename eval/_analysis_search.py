@@ -78,7 +78,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
     @functools.partial(
         jax.jit,
         static_argnames=("config", "ownership", "keep_nodes", "keep_tree"),
-        donate_argnames=("cache",),
+        donate_argnames=("cache", "tree"),
     )
     def run_search(
         variables,

@@ -65,7 +65,7 @@ from gojax._coords import (
 )
 from gojax._features import AGZ_PLANES, agz_planes
 from gojax._replay import replay
-from gojax._rules import RULE_PRESETS, Rules, get_rules
+from gojax._rules import RULE_PRESETS, RUNTIME_RULES, Rules, get_rules
 from gojax._setup import SetupError, place_stones
 from gojax._symmetry import (
     NUM_SYMMETRIES,
@@ -96,6 +96,7 @@ __all__ = [
     "RULE_PRESETS",
     "WHITE",
     "GoState",
+    "RUNTIME_RULES",
     "Rules",
     "SetupError",
     "action_to_gtp",

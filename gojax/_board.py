@@ -39,7 +39,7 @@ import numpy as np
 from flax import struct
 
 from gojax._coords import MAX_SIZE, MIN_SIZE
-from gojax._rules import Rules, get_rules
+from gojax._rules import RUNTIME_RULES, Rules, RuleValues, get_rules, rule_values, rules_code
 
 BLACK = 1
 WHITE = -1
@@ -60,6 +60,10 @@ class GoState:
     Shapes for a board of side ``N`` (``P = N * N``), ``K`` past boards and a
     superko table of ``H`` entries (``max_moves + 1`` under superko rules,
     ``0`` under simple ko).
+
+    Under :data:`RUNTIME_RULES` (``new_game(..., runtime_rules=True)``) ``rules`` is
+    the same for every rule set and ``rule_code`` says which preset the game plays:
+    one compiled program for all of them.
     """
 
     board: jax.Array  # [P] int8: +1 black, -1 white, 0 empty
@@ -79,6 +83,12 @@ class GoState:
     recent_moves: jax.Array  # [8] int16: last actions, newest first; P = pass, -1 = none
     rules: Rules = struct.field(pytree_node=False)
     max_moves: int = struct.field(pytree_node=False)
+    rule_code: jax.Array | None = None  # [] int8 under RUNTIME_RULES (gojax._rules); else None
+
+    @property
+    def rule_values(self) -> RuleValues:
+        """The rules as this state's programs read them (``gojax._rules.rule_values``)."""
+        return rule_values(self.rules, self.rule_code)
 
     @property
     def size(self) -> int:
@@ -343,12 +353,13 @@ def position_hash(board: jax.Array) -> jax.Array:
     return jnp.sum(_stone_keys(board, size), axis=0, dtype=jnp.uint32)
 
 
-def _superko_key(zobrist: jax.Array, to_play: jax.Array, rules: Rules, size: int) -> jax.Array:
+def _superko_key(zobrist: jax.Array, to_play: jax.Array, rules: RuleValues, size: int) -> jax.Array:
     """The key a position is remembered by: stones, plus the player to move if situational."""
-    if rules.ko != "situational":
+    if rules.situational is False:
         return zobrist
     _, white_to_play = zobrist_keys(size)
-    return zobrist + jnp.where(to_play == WHITE, white_to_play, jnp.zeros((), jnp.uint32))
+    add = (to_play == WHITE) & rules.situational
+    return zobrist + jnp.where(add, white_to_play, jnp.zeros((), jnp.uint32))
 
 
 def _insert_sorted(keys: jax.Array, count: jax.Array, key: jax.Array):
@@ -411,6 +422,8 @@ def new_game(
     history: int = 7,
     board: jax.Array | np.ndarray | None = None,
     to_play: int | jax.Array = BLACK,
+    runtime_rules: bool = False,
+    rule_code: int | jax.Array | None = None,
 ) -> GoState:
     """A new game.
 
@@ -427,6 +440,12 @@ def new_game(
         e.g. handicap stones from :func:`handicap_points`. Chains without
         liberties are not removed: a setup position must be legal.
       to_play: who moves first (+1 black, -1 white); White after handicap.
+      runtime_rules: keep the preset ``rules`` as data (``state.rule_code``, static
+        ``rules`` :data:`RUNTIME_RULES`): programs compiled for one preset then serve
+        every preset, at the cost of a superko table under every rule set and of
+        computing what differs between them (area features, both scorings).
+      rule_code: with ``rules`` :data:`RUNTIME_RULES` itself (a runtime state's
+        ``rules``), the preset played (a runtime state's ``rule_code``; may be traced).
 
     Returns:
       The state before the first move.
@@ -442,6 +461,11 @@ def new_game(
         stones = jnp.zeros(p, jnp.int8)
     else:
         stones = jnp.asarray(board, jnp.int8).reshape(p)
+    if runtime_rules and not rules.runtime:
+        rule_code, rules = rules_code(rules), RUNTIME_RULES
+    if rules.runtime != (rule_code is not None):
+        raise ValueError("a rule_code goes with RUNTIME_RULES, and only with them")
+    code = None if rule_code is None else jnp.asarray(rule_code, jnp.int8)
     num_keys = max_moves + 1 if rules.superko else 0
     state = GoState(
         board=stones,
@@ -461,6 +485,7 @@ def new_game(
         recent_moves=jnp.full(RECENT_MOVES, -1, jnp.int16),
         rules=rules,
         max_moves=max_moves,
+        rule_code=code,
     )
     return set_board(state, stones)
 
@@ -479,7 +504,7 @@ def set_board(state: GoState, board: jax.Array) -> GoState:
     keys, count = _insert_sorted(
         state.superko_keys,
         state.superko_count,
-        _superko_key(zobrist, state.to_play, state.rules, size),
+        _superko_key(zobrist, state.to_play, state.rule_values, size),
     )
     return state.replace(
         board=board,
@@ -503,7 +528,7 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
     """
     size = state.size
     p = size * size
-    rules = state.rules
+    rules = state.rule_values
     action = jnp.asarray(action, jnp.int32)
     is_pass = action == p
     point = jnp.clip(action, 0, p - 1)
@@ -622,7 +647,7 @@ def legal_moves(state: GoState, *, superko: bool = True) -> jax.Array:
     """
     size = state.size
     p = size * size
-    rules = state.rules
+    rules = state.rule_values
     me = state.to_play
     them = -me
 
@@ -636,12 +661,13 @@ def legal_moves(state: GoState, *, superko: bool = True) -> jax.Array:
         captures = captures | ((color == them) & (libs == 1))
         has_mine = has_mine | (color == me)
     suicide = ~has_empty & ~safe_join & ~captures
-    allowed_suicide = has_mine if rules.multi_stone_suicide else False
+    allowed_suicide = has_mine & rules.multi_stone_suicide
     legal = (board == EMPTY) & (~suicide | allowed_suicide)
     legal = legal.reshape(-1) & (jnp.arange(p) != state.ko)
 
-    if rules.superko and superko:
-        legal = legal & ~_superko_banned(state, nb_color, nb_libs, suicide.reshape(-1))
+    if rules.superko is not False and superko:
+        banned = _superko_banned(state, nb_color, nb_libs, suicide.reshape(-1))
+        legal = legal & ~(banned & rules.superko)
 
     legal = jnp.append(legal, True)
     return legal & ~state.terminated
@@ -692,7 +718,7 @@ def _superko_banned(state: GoState, nb_color, nb_libs, suicide) -> jax.Array:
         state.zobrist - own_sum,
         state.zobrist + mine - captured_sum,
     )
-    after = _superko_key(after, -me, state.rules, size)
+    after = _superko_key(after, -me, state.rule_values, size)
     return _contains(state.superko_keys, state.superko_count, after)
 
 
@@ -740,13 +766,17 @@ def score(state: GoState) -> jax.Array:
     Territory rules (``japanese``): territory and prisoners with no points in
     seki, as KataGo counts them (:mod:`gojax._territory`).
     """
-    if state.rules.territory:
-        # Imported here: gojax._territory builds on this module.
-        from gojax._territory import territory_score
+    # Imported here: gojax._territory builds on this module.
+    from gojax._territory import territory_score
 
+    territory = state.rule_values.territory
+    if territory is True:
         return territory_score(state)
     black, white = area(state)
-    return (black - white).astype(jnp.float32) - state.komi
+    by_area = (black - white).astype(jnp.float32) - state.komi
+    if territory is False:
+        return by_area
+    return jnp.where(territory, territory_score(state), by_area)
 
 
 @jax.jit

@@ -136,6 +136,7 @@ def state_from_moves(
     komi: float,
     rules: str,
     max_moves: int | None = None,
+    runtime_rules: bool = False,
 ) -> GoState:
     """The position after ``moves``, ``[colour, GTP vertex]`` pairs from the empty board.
 
@@ -146,7 +147,7 @@ def state_from_moves(
     (:func:`handicap_stones`: lone White passes between them included), for
     which White gets ``handicap_bonus`` points added to ``komi`` under
     chinese and aga rules. Raises ValueError naming the first illegal or
-    unreadable move.
+    unreadable move. ``runtime_rules``: the rules kept as data (``new_game``'s).
     """
     rules = get_rules(rules).name
     if max_moves is None:
@@ -160,7 +161,7 @@ def state_from_moves(
             break  # reported below, at its place in the game
     stones = handicap_stones(np.zeros(size * size, np.int8), played, size)
     komi = float(komi) + handicap_bonus(rules, stones)
-    state = new_game(size, komi=komi, rules=rules, max_moves=max_moves)
+    state = new_game(size, komi=komi, rules=rules, max_moves=max_moves, runtime_rules=runtime_rules)
     for number, (colour, vertex) in enumerate(moves, start=1):
         colour = str(colour).upper()
         if colour not in ("B", "W"):
@@ -177,6 +178,7 @@ def state_from_moves(
                 history=state.past_boards.shape[0],
                 board=state.board,
                 to_play=player,
+                runtime_rules=runtime_rules,
             ).replace(captures=captures)
         if bool(state.terminated):
             raise ValueError(f"move {number} ({colour} {vertex}) comes after the game ended")

@@ -96,7 +96,7 @@ def _benson_for_player(
     board: jax.Array,
     pla: jax.Array,
     *,
-    suicide_legal: bool,
+    suicide_legal: bool | jax.Array,
     safe_big: bool,
     unsafe_big: bool,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -140,7 +140,10 @@ def _benson_for_player(
     cand = nb_chain_pad[seed]  # [P + 1, 4]: candidate chains per region label
     point_cand = cand[region]  # [P, 4]: candidates of each point's region
     touches = jnp.any(nb_chain[:, :, None] == point_cand[:, None, :], axis=1)  # [P, 4]
-    relevant = in_region if suicide_legal else empty
+    if isinstance(suicide_legal, bool):
+        relevant = in_region if suicide_legal else empty
+    else:  # a rule set kept as data (gojax._rules.RUNTIME_RULES)
+        relevant = jnp.where(suicide_legal, in_region, empty)
     # Per region and candidate: relevant points NOT adjacent to the candidate.
     misses = (
         jnp.zeros((p + 1, 4), jnp.int16)
@@ -192,7 +195,7 @@ def _benson_for_player(
 def _calculate_area(
     board: jax.Array,
     *,
-    suicide_legal: bool,
+    suicide_legal: bool | jax.Array,
     safe_big: bool,
     unsafe_big: bool,
     non_pass_alive_stones: bool,
@@ -227,7 +230,8 @@ def area_ownership(board: jax.Array, *, multi_stone_suicide_legal: bool = False)
       board: ``[P]`` int8 stones (+1 black, -1 white, 0 empty), ``P = N * N``,
         ``N`` in 2..25.
       multi_stone_suicide_legal: KataGo's suicide flag for pass-alive
-        computation (static): KataGo passes the rules' multi-stone suicide.
+        computation (static, or a ``[]`` bool array): KataGo passes the rules'
+        multi-stone suicide.
 
     Returns:
       ``[P]`` int8: +1 where the area is Black's, -1 White's, 0 neither.

@@ -32,6 +32,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 KoRule = Literal["simple", "positional", "situational"]
 Scoring = Literal["area", "territory"]
 
@@ -50,6 +54,11 @@ class Rules:
     # "territory" scores with KataGo's seki tax (TAX_SEKI): points in seki
     # count for nobody.
     scoring: Scoring = "area"
+
+    @property
+    def runtime(self) -> bool:
+        """Whether this is :data:`RUNTIME_RULES`: each state's ``rule_code`` names its preset."""
+        return self.name == _RUNTIME_NAME
 
     @property
     def superko(self) -> bool:
@@ -92,6 +101,79 @@ _ALIASES = {
     "korean": "japanese",
     "jp": "japanese",
 }
+
+
+# A rule set kept as data (``new_game(..., runtime_rules=True)``): the static stand-in
+# that every such state carries, so that one compiled program plays and scores every
+# preset (a client switching rules compiles nothing). It keeps a superko table, as the
+# superko presets need; each state's ``rule_code`` (an index into RULE_PRESETS) says
+# which preset it plays, read where the program needs it through :func:`rule_values`.
+_RUNTIME_NAME = "runtime"
+RUNTIME_RULES = Rules(_RUNTIME_NAME, "situational", True)
+_PRESETS = tuple(RULE_PRESETS.values())
+
+
+def rules_code(rules: str | Rules) -> int:
+    """The ``rule_code`` of a preset kept as data (its index in ``RULE_PRESETS``)."""
+    rules = get_rules(rules)
+    if rules not in _PRESETS:
+        raise ValueError(f"only a preset can be kept as data, not {rules}")
+    return _PRESETS.index(rules)
+
+
+def rules_of_code(code: int) -> Rules:
+    """The preset of a ``rule_code``."""
+    if not 0 <= int(code) < len(_PRESETS):
+        raise ValueError(f"no rule set has the code {code}")
+    return _PRESETS[int(code)]
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleValues:
+    """A state's rules as a program reads them: Python values under a static rule set
+    (the program is specialised), ``[]`` arrays under :data:`RUNTIME_RULES` (the
+    program reads the state's preset)."""
+
+    superko: bool | jax.Array  # positional or situational
+    situational: bool | jax.Array
+    multi_stone_suicide: bool | jax.Array
+    territory: bool | jax.Array
+    friendly_pass_ok: bool | jax.Array
+    ko_features: tuple[float | jax.Array, float | jax.Array]  # KataGo's globals 6 and 7
+
+
+# KataGo's input globals 6 and 7 for each ko rule.
+KO_FEATURES = {"simple": (0.0, 0.0), "positional": (1.0, 0.5), "situational": (1.0, -0.5)}
+
+
+def _static_values(rules: Rules) -> RuleValues:
+    return RuleValues(
+        superko=rules.superko,
+        situational=rules.ko == "situational",
+        multi_stone_suicide=rules.multi_stone_suicide,
+        territory=rules.territory,
+        friendly_pass_ok=rules.friendly_pass_ok,
+        ko_features=KO_FEATURES[rules.ko],
+    )
+
+
+_FLAG_NAMES = ("superko", "situational", "multi_stone_suicide", "territory", "friendly_pass_ok")
+# Per preset (rows by code): its flags, and its two ko features.
+_FLAGS = np.array([[getattr(_static_values(r), f) for f in _FLAG_NAMES] for r in _PRESETS], bool)
+_KO_FEATURES = np.array([KO_FEATURES[r.ko] for r in _PRESETS], np.float32)
+
+
+def rule_values(rules: Rules, code: jax.Array | None = None) -> RuleValues:
+    """What a program reads of ``rules``; under :data:`RUNTIME_RULES`, of the preset
+    ``code`` names (a state's ``rule_code``, ``[...]`` int: the values take its shape)."""
+    if not rules.runtime:
+        return _static_values(rules)
+    if code is None:
+        raise ValueError("a state under runtime rules carries its rule_code")
+    flags = jnp.asarray(_FLAGS)[code]
+    ko = jnp.asarray(_KO_FEATURES)[code]
+    named = {name: flags[..., i] for i, name in enumerate(_FLAG_NAMES)}
+    return RuleValues(**named, ko_features=(ko[..., 0], ko[..., 1]))
 
 
 def get_rules(rules: str | Rules) -> Rules:

@@ -139,8 +139,8 @@ def _postprocess(
         raw,
         legal,
         states.to_play,
-        rules_ko_simple=states.rules.ko == "simple",
-        territory_scoring=states.rules.territory,
+        rules_ko_simple=~jnp.asarray(states.rule_values.superko),
+        territory_scoring=states.rule_values.territory,
         version=version,
     )
     white_value = out["white_win"] - out["white_loss"]

@@ -77,7 +77,7 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     """``(spatial [N, N, 22], global [19])`` float32 inputs for the player to move."""
     size = state.size
     p = size * size
-    rules = state.rules
+    rules = state.rule_values  # Python values, or arrays under runtime rules
     pla = state.to_play
     opp = -pla
     board = state.board
@@ -118,12 +118,13 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     laddered, laddered_1, laddered_2 = ladders
     working = workings[0]
     zeros = jnp.zeros(p, bool)
-    if rules.territory:
+    if rules.territory is True:
         area_pla = area_opp = zeros
     else:
         # KataGo: getSuicideLegalForPassAlive = the rules' multi-stone suicide.
         area = area_ownership(board, multi_stone_suicide_legal=rules.multi_stone_suicide)
-        area_pla, area_opp = area == pla, area == opp
+        by_area = ~jnp.asarray(rules.territory)
+        area_pla, area_opp = (area == pla) & by_area, (area == opp) & by_area
     spatial = jnp.stack(
         [
             jnp.ones(p, bool),
@@ -149,18 +150,18 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     ).astype(jnp.float32)
 
     limit = float(p + 20)
-    white_komi = state.komi + white_bonus(state) if rules.territory else state.komi
+    territory = jnp.asarray(rules.territory)
+    white_komi = state.komi + jnp.where(territory, white_bonus(state), 0.0)
     self_komi = jnp.clip(jnp.where(pla == 1, -white_komi, white_komi), -limit, limit)
-    ko_features = {"simple": (0.0, 0.0), "positional": (1.0, 0.5), "situational": (1.0, -0.5)}
-    ko_a, ko_b = ko_features[rules.ko]
+    ko_a, ko_b = rules.ko_features
     glob = jnp.zeros(NUM_GLOBAL, jnp.float32)
     glob = glob.at[0:HISTORY_MOVES].set(was_pass.astype(jnp.float32))
     glob = glob.at[5].set(self_komi / 20.0)
     glob = glob.at[6].set(ko_a).at[7].set(ko_b)
-    glob = glob.at[8].set(float(rules.multi_stone_suicide))
-    if rules.territory:
-        glob = glob.at[9].set(1.0).at[10].set(1.0)  # territory scoring; seki tax (SEKI: 1, 0)
+    glob = glob.at[8].set(jnp.asarray(rules.multi_stone_suicide, jnp.float32))
+    territory = territory.astype(jnp.float32)
+    glob = glob.at[9].set(territory).at[10].set(territory)  # territory scoring; seki tax (1, 0)
     glob = glob.at[14].set((pass_would_end & ~suppress).astype(jnp.float32))
-    if not rules.territory:  # KataGo computes the wave under area scoring (or encore 2)
-        glob = glob.at[18].set(_komi_parity_wave(self_komi, p))
+    # KataGo computes the wave under area scoring (or encore 2).
+    glob = glob.at[18].set(_komi_parity_wave(self_komi, p) * (1.0 - territory))
     return spatial.reshape(size, size, NUM_SPATIAL), glob

@@ -348,3 +348,31 @@ def test_a_forgotten_history_shows_only_the_moves_played_since():
         assert np.asarray(after[0][..., 9]).sum() == 1  # the move since: shown
         checked += 1
     assert checked >= 10 and differed > checked  # premise: the moves (and ladders) showed
+
+
+def test_rules_kept_as_data_give_katago_numbers_in_one_program():
+    """``runtime_rules``: every reference position, of every rule set, in one batch
+    (one compiled program): the same legal moves, inputs, score and network outputs
+    as under its own static rules."""
+    records = [r for r in positions().values() if r["size"] == 9]
+    assert len({r["rules"] for r in records}) >= 3
+    static, runtime = [], []
+    for record in records:
+        moves, rules = record["moves"], record["rules"]
+        game = functools.partial(state_from_moves, 9, moves, komi=record["komi"], rules=rules)
+        static.append(game())
+        runtime.append(game(runtime_rules=True, max_moves=200))  # one shape for the batch
+        assert runtime[-1].rules == gojax.RUNTIME_RULES
+    batch = stack(runtime)
+    inputs = jax.jit(jax.vmap(_katago_inputs))(batch)
+    legal = jax.jit(jax.vmap(gojax.legal_moves))(batch)
+    scores = jax.jit(jax.vmap(gojax.score))(batch)
+    out = jitted_evaluate(0)(model().variables, batch)
+    for i, (record, state) in enumerate(zip(records, static, strict=True)):
+        for ours, theirs in zip(inputs, katago_inputs(state), strict=True):
+            np.testing.assert_array_equal(np.asarray(ours[i]), np.asarray(theirs), record["id"])
+        np.testing.assert_array_equal(np.asarray(legal[i]), np.asarray(gojax.legal_moves(state)))
+        assert float(scores[i]) == float(gojax.score(state)), record["id"]
+        alone = jitted_evaluate(0)(model().variables, stack([state]))
+        for name in alone:  # every output: policy, value, score, no-result, ...
+            np.testing.assert_allclose(out[name][i], alone[name][0], 1e-5, 1e-4, err_msg=name)

@@ -385,10 +385,11 @@ def test_visit_budgets_share_a_tree_size_a_program_and_a_batch():
 
 
 def test_warm_up_compiles_what_the_first_query_needs():
-    """``--warm-up 9:stone_scoring``: the first query of that size, rules (under any of
-    their names), tree size and ownership compiles no search and no evaluation of its own
-    (its ``maxTime`` is all search)."""
-    eng = AnalysisEngine(model(), symmetry=0, visits=24)
+    """``--warm-up 9:stone_scoring``: the first queries of that size compile no search
+    and no evaluation of their own (their ``maxTime`` is all search), whatever their
+    rules, ownership, visits (the config's tree, or the largest for more) or number (one
+    batch of several queries runs at the batch sizes compiled)."""
+    eng = AnalysisEngine(model(), symmetry=0, visits=24, max_tree_visits=64)
     eng.warm_up([(9, "stone_scoring")])
     compiled = (eng._search._cache_size(), eng._evaluate._cache_size())
     first = query(rules="chinese", includeOwnership=True, includeMovesOwnership=True)
@@ -403,6 +404,24 @@ def test_warm_up_compiles_what_the_first_query_needs():
     assert (eng._search._cache_size(), eng._evaluate._cache_size()) == compiled
     (alone,) = serve(AnalysisEngine(model(), symmetry=0, visits=24), [json.dumps(fewer)])
     assert alone["moveInfos"] == small["moveInfos"] and alone["rootInfo"] == small["rootInfo"]
+    # Other rule sets, less ownership, more visits (the largest tree), several at once.
+    others = [
+        query(id="jp", rules="japanese"),
+        query(id="tt", rules="tromp-taylor", includeOwnership=True),
+        query(id="aga", rules="aga", maxVisits=50),
+        *(query(id=f"n{i}", moves=[["B", "E5"], ["W", "C3"]][:i]) for i in range(3)),
+    ]
+    replies = {r["id"]: r for r in serve(eng, [json.dumps(q) for q in others])}
+    assert {k: r["rootInfo"]["visits"] for k, r in replies.items()} == {
+        "jp": 24, "tt": 24, "aga": 50, "n0": 24, "n1": 24, "n2": 24,
+    }  # fmt: skip
+    assert "ownership" in replies["tt"] and "ownership" not in replies["jp"]
+    assert (eng._search._cache_size(), eng._evaluate._cache_size()) == compiled
+    # Each as a fresh engine answers it alone, in programs of its own.
+    fresh = AnalysisEngine(model(), symmetry=0, visits=24, max_tree_visits=64)
+    for q in others[:2]:
+        (alone,) = serve(fresh, [json.dumps(q)])
+        assert alone["moveInfos"] == replies[q["id"]]["moveInfos"], q["id"]
 
 
 def test_what_gojax_analysis_warms_up(tmp_path, monkeypatch, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from boards import (
@@ -915,3 +916,64 @@ def test_liberties_after_every_move_equal_a_full_recount(rules):
     # An empty batch is a batch too (it once failed to trace: the recount gathered a row).
     empty, _ = jax.jit(jax.vmap(one))(keys[:0])
     assert empty.shape == (0, moves)
+
+
+# ----------------------------------------------------------------------------
+# Rules kept as data: one program for every preset.
+
+
+def test_rules_kept_as_data_play_every_preset_as_its_static_rules():
+    """Random 5x5 games of every preset (suicides, kos, superko bans, captures, passes
+    come up), run side by side under their static rules and, all presets in one batch,
+    under ``RUNTIME_RULES``: the same legal moves, boards, captures, repetition bans,
+    KataGo inputs and scores at every move."""
+    from gojax._board import repetition_bans
+    from gojax.katago_features import katago_inputs
+
+    presets, games, moves = list(gojax.RULE_PRESETS), 12, 70
+
+    def step(states, key):
+        legal = jax.vmap(gojax.legal_moves)(states)
+        # Mostly stones, a pass now and then: long games with captures and repetitions.
+        logits = jnp.where(legal, 0.0, -jnp.inf).at[:, -1].add(-2.5)
+        # Game g of every preset draws the same numbers, whatever the batch.
+        game = jnp.arange(logits.shape[0]) % games
+        draw = jax.vmap(lambda g, row: jax.random.categorical(jax.random.fold_in(key, g), row))
+        actions = draw(game, logits)
+        seen = (
+            legal,
+            states.board,
+            states.captures,
+            jax.vmap(repetition_bans)(states),
+            *jax.vmap(katago_inputs)(states),
+            jax.vmap(gojax.score)(states),
+        )
+        return jax.vmap(gojax.play)(states, actions), seen
+
+    @jax.jit
+    def run(states, keys):
+        return jax.lax.scan(step, states, keys)[1]
+
+    def start(rules, runtime):
+        one = gojax.new_game(5, komi=0.5, rules=rules, max_moves=moves, runtime_rules=runtime)
+        return jax.tree.map(lambda x: jnp.stack([x] * games), one)
+
+    keys = jax.random.split(jax.random.key(7), moves)
+    mixed = jax.tree.map(lambda *xs: jnp.concatenate(xs), *[start(r, True) for r in presets])
+    assert mixed.rules == gojax.RUNTIME_RULES
+    together = run(mixed, keys)
+    rows = np.arange(len(presets) * games).reshape(len(presets), games)
+    bans = 0
+    for p, rules in enumerate(presets):
+        alone = run(start(rules, False), keys)
+        for name, ours, theirs in zip(
+            ("legal", "board", "captures", "bans", "spatial", "global", "score"),
+            together,
+            alone,
+            strict=True,
+        ):
+            np.testing.assert_array_equal(
+                np.asarray(ours)[:, rows[p]], np.asarray(theirs), f"{rules}: {name}"
+            )
+        bans += int(np.asarray(alone[3]).sum())
+    assert bans > 0  # the games met ko and superko bans
