@@ -8,7 +8,11 @@ visits) before its ready line. Then, as a user opening a game would, KaTrain ask
 19x19 position and one 9x9 position (``--visits``, ``maxTime`` ``--max-time``, ownership,
 policy, a report a second), each the first of its size; with ``--ponder``, its
 continuous analysis of a 19x19 position (10,000,000 visits, a report every 0.25 s) until
-the first report, then stopped.
+the first report, then stopped; with ``--more``, the first queries of kinds the warm-up
+did not name (each on a position of its own, so that no network cache answers it):
+other rules (19x19 chinese, 9x9 aga), a move refined without ownership (KaTrain's
+``next_move`` queries), 10 positions of a game asked at once (a game loaded), 1,000
+visits (twice the config's ``maxVisits``).
 
 Each start is timed from KaTrain starting the process to gojax's ready line. The first
 start finds the persistent compilation cache (``GOJAX_CACHE``) empty ("cold"), the
@@ -17,7 +21,7 @@ KaTrain's config: the first queries then compile their programs inside their ``m
 as before gojax compiled ahead. The last line is JSON.
 
     python bench/katrain_first_queries.py            # a cold and a warm start
-    python bench/katrain_first_queries.py --ponder --json results/bench_katrain.json
+    python bench/katrain_first_queries.py --ponder --more --json results/bench_katrain.json
     python bench/katrain_first_queries.py --no-warm-up --starts 1
 """
 
@@ -95,8 +99,8 @@ def one_start(args: argparse.Namespace, label: str, modules) -> dict:
         row = {"start": label, "startup_s": round(startup, 1)}
         row["warm_up_s"] = int(compiled.group(1)) if compiled else None
 
-        def position(size: int, moves: list[str]):
-            node = game_node.GameNode(properties={"SZ": size, "KM": 6.5, "RU": "japanese"})
+        def position(size: int, moves: list[str], rules: str = "japanese"):
+            node = game_node.GameNode(properties={"SZ": size, "KM": 6.5, "RU": rules})
             for i, vertex in enumerate(moves):
                 move = pysgf.Move.from_gtp(vertex, player="BW"[i % 2])
                 node = game_node.GameNode(parent=node, move=move)
@@ -108,6 +112,8 @@ def one_start(args: argparse.Namespace, label: str, modules) -> dict:
             seconds = wait(lambda n=node: n.analysis_complete, 600, f"{size}x{size}", app)
             row[f"visits_{size}"] = node.root_visits
             row[f"seconds_{size}"] = round(seconds, 2)
+        if args.more:
+            row.update(more_queries(engine, position, app))
         if args.ponder:
             node = position(19, POSITIONS[19][:-1])
             node.analyze(engine, ponder=True, time_limit=False, priority=100)
@@ -118,6 +124,50 @@ def one_start(args: argparse.Namespace, label: str, modules) -> dict:
         return row
     finally:
         engine.shutdown(finish=False)
+
+
+# Moves of the --more queries' positions: none met before (the network cache is empty).
+OTHER_19 = ["R16", "C4", "Q4", "D17", "C14", "R10", "K10", "K4", "F3", "O17"]
+
+
+def more_queries(engine, position, app: App) -> dict:
+    """The first queries of kinds the warm-up did not name (the module's docstring):
+    visits and seconds of each, by KaTrain's engine code."""
+    row = {}
+
+    def timed(name: str, nodes: list, ask, done=None) -> None:
+        start = time.monotonic()
+        for node in nodes:
+            ask(node)
+        done = done or (lambda: all(n.analysis_complete for n in nodes))
+        wait(done, 600, name, app)
+        row[f"{name}_s"] = round(time.monotonic() - start, 2)
+        row[f"{name}_visits"] = min(n.root_visits for n in nodes)
+
+    for name, size, moves, rules in (
+        ("chinese_19", 19, OTHER_19[:3], "chinese"),
+        ("aga_9", 9, ["C3", "G7", "E5"], "aga"),
+    ):
+        timed(name, [position(size, moves, rules)], lambda n: n.analyze(engine))
+    # A move refined, as KaTrain asks for one: the move played, no ownership.
+    refined = position(19, OTHER_19[:5])
+    replies: list[dict] = []
+
+    def refine(node) -> None:
+        def keep(result, partial):
+            if not partial:
+                replies.append(result)
+
+        engine.request_analysis(node.parent, callback=keep, next_move=node.move)
+
+    timed("no_ownership_19", [refined], refine, done=lambda: bool(replies))
+    row["no_ownership_19_visits"] = replies[0]["rootInfo"]["visits"]
+    game = [position(19, OTHER_19[:i]) for i in range(5, 11)]
+    game += [position(19, ["D4", *OTHER_19[1:i]]) for i in range(3, 7)]
+    timed("game_19", game, lambda n: n.analyze(engine))
+    more = [position(19, ["Q16", "D16", "Q3"])]
+    timed("visits_1000_19", more, lambda n: n.analyze(engine, visits=1000))
+    return row
 
 
 def run_starts(args: argparse.Namespace, home: str) -> tuple[str, list[dict]]:
@@ -152,6 +202,7 @@ def main() -> None:
     parser.add_argument("--max-time", type=float, default=8.0, help="KaTrain's max_time")
     parser.add_argument("--starts", type=int, default=2, help="the first cold, the others warm")
     parser.add_argument("--ponder", action="store_true", help="also a 19x19 ponder's first report")
+    parser.add_argument("--more", action="store_true", help="other rules, ownership, batches")
     parser.add_argument("--model", default=str(MODEL))
     parser.add_argument(
         "--gojax",

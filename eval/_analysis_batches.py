@@ -391,9 +391,7 @@ class _BatchAnalysis:
             # keywords: the program that begins a search in parts (warm_up compiles it; jit
             # keys on the keywords given, tree=None included), not one more.
             stop_at = np.asarray(goals + [1] * (batch - n), np.int32)
-            searched, _ = search(
-                key_search, tree=None, stop_at=jnp.asarray(stop_at), keep_tree=True
-            )
+            searched = search(key_search, tree=None, stop_at=jnp.asarray(stop_at), keep_tree=True)
         else:
 
             def report(searched: Any, rows: np.ndarray) -> None:
@@ -449,9 +447,9 @@ class _BatchAnalysis:
         moves_ownership: bool,
         key: jax.Array,
     ) -> list[_Result]:
-        """The host's results for positions ``rows`` of a search output (on the device):
-        its listed moves, each with the network's outputs after it."""
-        host = jax.device_get(_used_nodes(searched))
+        """The host's results for positions ``rows`` of a search's ``(output, tree)`` (on
+        the device): its listed moves, each with the network's outputs after it."""
+        host = jax.device_get(_used_nodes(*searched, keep_nodes=moves_ownership))
         listed_count = min(self.moves_listed, visits - 1)
         listed = {i: listed_actions(host, i, listed_count) for i in rows}
         # Positions after the listed moves, for their scores (pass pads short lists).

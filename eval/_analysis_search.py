@@ -55,20 +55,21 @@ class _Ends(NamedTuple):
 
 
 def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
-    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree, cache)``,
-    the output's tree cut to what the host reads and the network cache given (``cache=``,
-    donated; ``gojax.search.new_cache``) with the search's evaluations stored, or None;
+    """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree, cache)``:
+    with ``keep_tree`` the output without its tree and the whole tree, which stays on
+    the device (``_used_nodes`` cuts what the host reads; the ``tree`` to resume it
+    from, donated), else the output with its tree cut to what the host reads
+    (``_host_tree``) and None; and the network cache given (``cache=``, donated;
+    ``gojax.search.new_cache``) with the search's evaluations stored, or None;
     ``new_cache(variables, states, ownership, size_log2)``, an empty one for the search's
     evaluator with or without ownership; and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
     (row 0 the position itself, row ``1 + k`` after ``actions[:, k]``). ``optimism``:
     ``(root, below)`` policy optimism; ``evaluate`` uses the root's.
 
-    A search given ``stop_at`` (root visits, ``[B]``) stops there; with ``keep_tree`` it
-    also returns its whole tree, which stays on the device: the ``tree`` to resume it
-    from. A tree sized for more visits than ``stop_at`` asks is the same search as one
-    sized for them (nodes are added in order), so one program serves every budget up to
-    its size."""
+    A search given ``stop_at`` (root visits, ``[B]``) stops there. A tree sized for more
+    visits than ``stop_at`` asks is the same search as one sized for them (nodes are
+    added in order), so one program serves every budget up to its size."""
     from gojax.evaluate import evaluate
     from gojax.search import katago_evaluator, new_cache, search
 
@@ -111,18 +112,13 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             resume=tree is not None,
             cache=cache,
         )
-        # Only the root's prior and the statistics a PV needs go to the host, not the states
-        # nor, unless the moves' means are wanted (``keep_nodes``), the nodes' ownership
-        # (the root's mean is ``result.ownership``).
-        nodes_ownership = result.tree.raw_ownership
-        tree = result.tree.replace(
-            embeddings=_Ends(result.tree.embeddings.terminated, result.tree.embeddings.to_play),
-            children_prior_logits=result.tree.children_prior_logits[:, :1],
-            raw_ownership=nodes_ownership if keep_nodes else nodes_ownership[:, :, :0],
-        )
-        # The cache stays on the device, apart from the output the host reads.
-        kept = result.tree if keep_tree else None
-        return result.replace(tree=tree, cache=None), kept, result.cache
+        # The cache stays on the device, apart from the output the host reads. A kept tree
+        # is the output's too (``_used_nodes`` cuts what the host reads from it): two
+        # copies of a tree of 65,536 nodes cost more than its search of a part.
+        if keep_tree:
+            return result.replace(tree=None, cache=None), result.tree, result.cache
+        tree = _host_tree(result.tree, keep_nodes)
+        return result.replace(tree=tree, cache=None), None, result.cache
 
     @functools.partial(jax.jit, static_argnames=("ownership", "size_log2"))
     def make_cache(variables, states, ownership, size_log2):
@@ -172,10 +168,11 @@ def _search_in_parts(
     poll: float = math.inf,
     rate: float | None = None,
 ) -> tuple[Any, float]:
-    """Run ``search(key, tree=..., stop_at=..., keep_tree=True)`` (``batch`` positions, the
-    first ``len(schedule)`` real) to ``goals[i]`` root visits each in parts, as KataGo
-    reports during a
-    search and stops at ``maxTime``: position ``i`` is reported (``report(output, rows)``)
+    """Run ``search(key, tree=..., stop_at=..., keep_tree=True) -> (output, tree)``
+    (``batch`` positions, the first ``len(schedule)`` real) to ``goals[i]`` root visits
+    each in parts, as KataGo reports during a search and stops at ``maxTime``: position
+    ``i`` is reported (``report((output, tree), rows)``, before the next part takes the
+    tree)
     ``schedule[i] = (first, every)`` seconds after the start, then every ``every``
     seconds, and stops growing once its search has run ``limits[i]`` seconds (its rows of
     ``stop_at`` stay where they are while the others go on), or when ``stopped()``
@@ -183,8 +180,8 @@ def _search_in_parts(
     Each part is sized from the last one's speed (the first from ``rate``, visits a
     second, if known; else it is a short one that measures it) to end at the next
     report, limit or poll; the parts resume one search (``gojax.search.search``'s
-    ``resume``), so the last output is the one search's (a position stopped by its
-    limit: with the visits it had). Returns it and the last part's speed."""
+    ``resume``), so the last ``(output, tree)`` is the one search's (a position stopped
+    by its limit: with the visits it had). Returns it and the last part's speed."""
     real = len(schedule)
     due = np.array([first for first, _ in schedule], np.float64)
     every = np.array([gap for _, gap in schedule], np.float64)
@@ -226,10 +223,10 @@ def _search_in_parts(
             goal[rows] = done[rows]
         live = done[:real] < goal[:real]
         if not live.any():
-            return output, rate
+            return (output, tree), rate
         rows = np.flatnonzero(live & (due <= now))
         if rows.size:
-            report(output, rows)
+            report((output, tree), rows)
             due[rows] = np.maximum(due[rows] + every[rows], time.monotonic() - start)
 
 
@@ -238,24 +235,36 @@ def _search_in_parts(
 _NODE_FIELDS = tuple(name for name in NODE_FIELDS if name != "children_prior_logits")
 
 
-@functools.partial(jax.jit, static_argnames=("nodes",))
-def _first_nodes(output: Any, nodes: int) -> Any:
-    """A search output with its tree cut to its first ``nodes`` nodes."""
-    tree = output.tree
+def _host_tree(tree: Any, keep_nodes: bool) -> Any:
+    """What the host reads of a search's tree: only the root's prior and the statistics
+    a PV needs, not the states nor, unless the moves' means are wanted (``keep_nodes``),
+    the nodes' ownership (the root's mean is the output's ``ownership``)."""
+    ownership = tree.raw_ownership
+    return tree.replace(
+        embeddings=_Ends(tree.embeddings.terminated, tree.embeddings.to_play),
+        children_prior_logits=tree.children_prior_logits[:, :1],
+        raw_ownership=ownership if keep_nodes else ownership[:, :, :0],
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("nodes", "keep_nodes"))
+def _first_nodes(output: Any, tree: Any, nodes: int, keep_nodes: bool) -> Any:
+    """A search output with what the host reads of ``tree`` cut to its first ``nodes``
+    nodes."""
     cut = {name: getattr(tree, name)[:, :nodes] for name in _NODE_FIELDS}
-    ends = jax.tree.map(lambda x: x[:, :nodes], tree.embeddings)
-    return output.replace(tree=tree.replace(**cut, embeddings=ends))
+    states = jax.tree.map(lambda x: x[:, :nodes], tree.embeddings)
+    return output.replace(tree=_host_tree(tree.replace(**cut, embeddings=states), keep_nodes))
 
 
-def _used_nodes(output: Any) -> Any:
-    """``output`` (on the device) with its tree cut to the nodes in use (a power of two
-    at least as many), so that a search stopped early, in a tree sized for many more
-    visits, sends the host only what it grew: a node is added at most once a visit, so
-    the root's visits bound them."""
-    capacity = output.tree.node_visits.shape[1]
-    used = int(jnp.max(output.tree.node_visits[:, 0]))
-    nodes = _bucket(used, capacity)
-    return output if nodes >= capacity else _first_nodes(output, nodes)
+def _used_nodes(output: Any, tree: Any, keep_nodes: bool) -> Any:
+    """``output`` (on the device) with what the host reads of its kept ``tree`` (the
+    search's whole tree), cut to the nodes in use (a power of two at least as many), so
+    that a search stopped early, in a tree sized for many more visits, sends the host
+    only what it grew: a node is added at most once a visit, so the root's visits bound
+    them. ``keep_nodes``: with every node's ownership (``_host_tree``)."""
+    capacity = tree.node_visits.shape[1]
+    used = int(jnp.max(tree.node_visits[:, 0]))
+    return _first_nodes(output, tree, _bucket(used, capacity), keep_nodes)
 
 
 # ----------------------------------------------------------------------------
