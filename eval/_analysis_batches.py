@@ -239,7 +239,7 @@ class _BatchAnalysis:
         games = _bucket(len(queries), smallest=self.min_batch)
         offsets = np.cumsum([0] + [len(q.turns) for q in queries])
         positions = _bucket(int(offsets[-1]), smallest=self.min_batch)
-        template = _host_template(size, rules, max_moves)
+        template = _host_template(size, rules, max_moves, self._compiled_only)
         keys = [(_game_key(q), moves_key(q.colours, q.actions)) for q in queries]
         starts, resumed = [], [template] * games
         for j, (query, (game, moves)) in enumerate(zip(queries, keys, strict=True)):

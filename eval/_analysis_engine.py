@@ -208,16 +208,19 @@ class AnalysisEngine(_BatchAnalysis):
         self._warm_trees: set[int] = set()
         # The search programs compiled so far: (board size, batch, tree nodes, ownership,
         # moves' ownership). A query that needs less than one of them keeps runs in it
-        # (``_search_variant``); after warm_up, searches run only at compiled batch sizes
-        # and queries are replayed one at a time (``_compiled_only``).
+        # (``_search_variant``); after warm_up (``_compiled_only``), searches run only at
+        # compiled batch sizes, queries are replayed one at a time and their rules are
+        # kept as data (one program for every rule set; a batch engine specialises its
+        # programs to each, ~10% faster at 64 visits, 9x9, batch 128).
         self._programs: set[tuple[int, int, int, bool, bool]] = set()
         self._compiled_only = False
 
     def warm_up(self, boards: Iterable[tuple[int, str]], visits: int | None = None) -> None:
         """Compile ahead the programs a client's first queries need, so that they are
         answered within their time limits (``maxTime`` counts compilation): for each
-        ``(size, rules)`` (the rules only name the replay's; every rule set runs in the
-        same programs, ``eval._analysis_replay._host_template``), a query of ``visits``
+        ``(size, rules)`` (the rules only name the replay's: a warmed engine keeps every
+        query's rules as data, ``eval._analysis_replay._host_template``, and every rule
+        set runs in the same programs), a query of ``visits``
         root visits (the engine's default) and one of the largest tree
         (``max_tree_visits``: pondering, and any query of more visits), with
         ``includeOwnership`` and ``includeMovesOwnership`` (KaTrain's: queries that ask
@@ -231,12 +234,13 @@ class AnalysisEngine(_BatchAnalysis):
         trees = sorted({min(_bucket(visits), self.max_tree_visits), self.max_tree_visits})
         if visits == 1:  # the network alone, no tree
             trees = []
+        if boards:
+            self._compiled_only = True  # before the searches: rules as data
         for size, rules in boards:
             for tree in trees or [1]:
                 self._warm_search(size, rules, tree)
         if boards:
             self._warm_trees.update(trees)
-            self._compiled_only = True
 
     def _warm_search(self, size: int, rules: str, visits: int) -> None:
         """Compile the search of ``visits`` visits on ``size`` boards (``warm_up``)."""

@@ -173,12 +173,13 @@ def _segments(steps: int) -> Iterable[slice]:
 
 
 @functools.cache
-def _host_template(size: int, rules: str, max_moves: int) -> GoState:
-    """A new game as numpy arrays: the rows of a replay that resume no kept game. Its
-    rules are kept as data (``gojax.new_game(runtime_rules=True)``): every rule set
+def _host_template(size: int, rules: str, max_moves: int, runtime_rules: bool) -> GoState:
+    """A new game as numpy arrays: the rows of a replay that resume no kept game. With
+    ``runtime_rules`` its rules are kept as data (``gojax.new_game``'s): every rule set
     replays and searches in the same programs, so a client that switches rules compiles
     nothing."""
-    return jax.device_get(new_game(size, rules=rules, max_moves=max_moves, runtime_rules=True))
+    game = new_game(size, rules=rules, max_moves=max_moves, runtime_rules=runtime_rules)
+    return jax.device_get(game)
 
 
 def _game_key(query: Query) -> tuple:

@@ -121,13 +121,6 @@ def rules_code(rules: str | Rules) -> int:
     return _PRESETS.index(rules)
 
 
-def rules_of_code(code: int) -> Rules:
-    """The preset of a ``rule_code``."""
-    if not 0 <= int(code) < len(_PRESETS):
-        raise ValueError(f"no rule set has the code {code}")
-    return _PRESETS[int(code)]
-
-
 @dataclasses.dataclass(frozen=True)
 class RuleValues:
     """A state's rules as a program reads them: Python values under a static rule set

@@ -112,10 +112,10 @@ def _start(tmp_path: Path):
     return engine_module.KataGoEngine(app, config), app, (game_node, pysgf)
 
 
-def _position(modules, size: int, moves: list[str], komi: float = 6.5):
+def _position(modules, size: int, moves: list[str], komi: float = 6.5, rules: str = "japanese"):
     """A KaTrain game node: the game of ``moves`` (GTP vertices, Black first)."""
     game_node, pysgf = modules
-    node = game_node.GameNode(properties={"SZ": size, "KM": komi, "RU": "japanese"})
+    node = game_node.GameNode(properties={"SZ": size, "KM": komi, "RU": rules})
     for i, vertex in enumerate(moves):
         move = pysgf.Move.from_gtp(vertex, player="BW"[i % 2])
         node = game_node.GameNode(parent=node, move=move)
@@ -134,6 +134,7 @@ def test_katrain_drives_gojax_analysis(tmp_path):
         for size, moves in ((19, ["Q16", "D4", "Q3", "D16", "R5", "C10"]),
                             (9, ["E5", "C4", "G4", "D6"])):  # fmt: skip
             _check_first_query(engine, app, _position(modules, size, moves), size, moves)
+        _check_other_first_queries(engine, app, modules)
         _check_pondering(engine, app, _position(modules, 9, ["E5", "C4", "G4"]))
         assert engine.check_alive() and not app.errors
     finally:
@@ -174,6 +175,32 @@ def _check_first_query(engine, app: _App, node, size: int, moves: list[str]) -> 
     assert sum(move["visits"] for move in candidates) <= node.root_visits
     assert len(node.ownership) == size * size and len(node.policy) == size * size + 1
     assert 0.0 <= node.winrate <= 1.0 and math.isfinite(node.score)
+
+
+def _check_other_first_queries(engine, app: _App, modules) -> None:
+    """The first queries of kinds the warm-up (19x19 and 9x9, japanese) did not name, on
+    positions not seen before (no network cache): other rules, a move refined as KaTrain
+    refines one (no ownership), a loaded game's positions asked at once. Each gets 90% of
+    its visits within maxTime: none compiles a search of its own."""
+    moves = ["R16", "C4", "Q4", "D17", "C14", "R10", "K10"]
+    for size, rules in ((19, "chinese"), (9, "aga"), (19, "tromp-taylor")):
+        node = _position(modules, size, moves[:3] if size == 19 else ["C3", "G7"], rules=rules)
+        node.analyze(engine)
+        _wait(lambda n=node: n.analysis_complete, 120, f"a {rules} analysis", app)
+        assert node.root_visits >= 0.9 * VISITS, (rules, node.root_visits)
+    refined, replies = _position(modules, 19, moves[:5]), []
+    engine.request_analysis(
+        refined.parent,
+        callback=lambda result, partial: None if partial else replies.append(result),
+        next_move=refined.move,  # KaTrain's query then asks for no ownership
+    )
+    _wait(lambda: bool(replies), 120, "a refined move", app)
+    assert replies[0]["rootInfo"]["visits"] >= 0.9 * VISITS and "ownership" not in replies[0]
+    game = [_position(modules, 19, moves[:i]) for i in range(1, 7)]
+    for node in game:
+        node.analyze(engine)
+    _wait(lambda: all(n.analysis_complete for n in game), 120, "a game's positions", app)
+    assert min(n.root_visits for n in game) >= 0.9 * VISITS
 
 
 def _check_pondering(engine, app: _App, node) -> None:
