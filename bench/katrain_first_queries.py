@@ -135,14 +135,15 @@ def more_queries(engine, position, app: App) -> dict:
     visits and seconds of each, by KaTrain's engine code."""
     row = {}
 
-    def timed(name: str, nodes: list, ask, done=None) -> None:
+    def timed(name: str, nodes: list, ask, done=None, visits=None) -> None:
+        """Ask ``ask(node)`` of each node, wait until ``done()`` (default: each node's
+        analysis complete); its seconds and ``visits()`` (default: the fewest a node got)."""
         start = time.monotonic()
         for node in nodes:
             ask(node)
-        done = done or (lambda: all(n.analysis_complete for n in nodes))
-        wait(done, 600, name, app)
+        wait(done or (lambda: all(n.analysis_complete for n in nodes)), 600, name, app)
         row[f"{name}_s"] = round(time.monotonic() - start, 2)
-        row[f"{name}_visits"] = min(n.root_visits for n in nodes)
+        row[f"{name}_visits"] = visits() if visits else min(n.root_visits for n in nodes)
 
     for name, size, moves, rules in (
         ("chinese_19", 19, OTHER_19[:3], "chinese"),
@@ -160,8 +161,13 @@ def more_queries(engine, position, app: App) -> dict:
 
         engine.request_analysis(node.parent, callback=keep, next_move=node.move)
 
-    timed("no_ownership_19", [refined], refine, done=lambda: bool(replies))
-    row["no_ownership_19_visits"] = replies[0]["rootInfo"]["visits"]
+    timed(
+        "no_ownership_19",
+        [refined],
+        refine,
+        done=lambda: bool(replies),
+        visits=lambda: replies[0]["rootInfo"]["visits"],
+    )
     game = [position(19, OTHER_19[:i]) for i in range(5, 11)]
     game += [position(19, ["D4", *OTHER_19[1:i]]) for i in range(3, 7)]
     timed("game_19", game, lambda n: n.analyze(engine))

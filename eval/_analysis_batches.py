@@ -175,7 +175,7 @@ class _BatchAnalysis:
     def _compiled_batches(self, size: int, nodes: int) -> list[int]:
         """The batch sizes of the searches compiled so far on ``size`` boards in trees of
         ``nodes`` nodes."""
-        return sorted({b for s, b, n, _, _ in self._programs if (s, n) == (size, nodes)})
+        return sorted({b for s, b, n, _ in self._programs if (s, n) == (size, nodes)})
 
     def _search_chunk(self, size: int, nodes: int) -> int:
         """Most positions searched at once: ``batch_size``, but in a warmed engine the
@@ -191,18 +191,11 @@ class _BatchAnalysis:
         bucket = _bucket(n, self.batch_size, smallest=self.min_batch)
         return min((b for b in compiled if b >= n), default=bucket)
 
-    def _search_variant(
-        self, size: int, batch: int, nodes: int, ownership: bool, moves_ownership: bool
-    ) -> tuple[bool, bool]:
-        """``(ownership, moves_ownership)`` of the search program to run: the one asked
-        for if it was compiled, else a compiled one of the same shape that keeps more (its
-        answers hold every number the narrower one gives; the host drops the rest), else
-        the one asked for (compiled now)."""
-        asked = (ownership or moves_ownership, moves_ownership)
-        for variant in (asked, (True, moves_ownership), (True, True)):
-            if (size, batch, nodes, *variant) in self._programs:
-                return variant
-        return asked
+    def _search_ownership(self, size: int, batch: int, nodes: int, ownership: bool) -> bool:
+        """Whether the search program to run keeps every node's ownership: if asked to,
+        or if only that program of this shape was compiled (its answers hold every
+        number the other gives; the host drops the ownership)."""
+        return ownership or (size, batch, nodes, True) in self._programs
 
     def _tree_size(self, visits: int) -> int:
         """The nodes of the tree a search of ``visits`` root visits runs in: the power of
@@ -353,7 +346,7 @@ class _BatchAnalysis:
                 avoid[i] = plies
         from gojax.search import SearchConfig
 
-        keeps = self._search_variant(roots.size, batch, visits, ownership, moves_ownership)
+        kept = self._search_ownership(roots.size, batch, visits, ownership or moves_ownership)
         config = SearchConfig(
             kind=self.search,
             num_simulations=visits - 1,
@@ -369,13 +362,12 @@ class _BatchAnalysis:
                 roots,
                 config=config,
                 avoid=jnp.asarray(avoid),
-                ownership=keeps[0],
-                keep_nodes=keeps[1],
+                ownership=kept,
             ),
             roots,
-            keeps[0],
+            kept,
         )
-        self._programs.add((roots.size, batch, visits, *keeps))
+        self._programs.add((roots.size, batch, visits, kept))
 
         def results(searched: Any, rows: Iterable[int]) -> list[_Result]:
             return self._searched_results(
@@ -391,14 +383,14 @@ class _BatchAnalysis:
             # keywords: the program that begins a search in parts (warm_up compiles it; jit
             # keys on the keywords given, tree=None included), not one more.
             stop_at = np.asarray(goals + [1] * (batch - n), np.int32)
-            searched = search(key_search, tree=None, stop_at=jnp.asarray(stop_at), keep_tree=True)
+            searched = search(key_search, tree=None, stop_at=jnp.asarray(stop_at))
         else:
 
             def report(searched: Any, rows: np.ndarray) -> None:
                 for i, result in zip(rows, results(searched, rows), strict=True):
                     on_report(int(i), result)
 
-            shape = (batch, visits, *keeps)
+            shape = (batch, visits, kept)
             searched, self._speeds[shape] = _search_in_parts(
                 search,
                 key_search,

@@ -206,13 +206,13 @@ class AnalysisEngine(_BatchAnalysis):
         self.carried: list[Query] = []
         # Tree sizes warm_up compiled: a smaller search runs in one (``_tree_size``).
         self._warm_trees: set[int] = set()
-        # The search programs compiled so far: (board size, batch, tree nodes, ownership,
-        # moves' ownership). A query that needs less than one of them keeps runs in it
-        # (``_search_variant``); after warm_up (``_compiled_only``), searches run only at
+        # The search programs compiled so far: (board size, batch, tree nodes, ownership).
+        # A query without ownership runs in one with it if only that one was compiled
+        # (``_search_ownership``); after warm_up (``_compiled_only``), searches run only at
         # compiled batch sizes, queries are replayed one at a time and their rules are
         # kept as data (one program for every rule set; a batch engine specialises its
         # programs to each, ~10% faster at 64 visits, 9x9, batch 128).
-        self._programs: set[tuple[int, int, int, bool, bool]] = set()
+        self._programs: set[tuple[int, int, int, bool]] = set()
         self._compiled_only = False
 
     def warm_up(self, boards: Iterable[tuple[int, str]], visits: int | None = None) -> None:
@@ -224,7 +224,7 @@ class AnalysisEngine(_BatchAnalysis):
         root visits (the engine's default) and one of the largest tree
         (``max_tree_visits``: pondering, and any query of more visits), with
         ``includeOwnership`` and ``includeMovesOwnership`` (KaTrain's: queries that ask
-        for less run in the same programs, ``_search_variant``), searched in parts as a
+        for less run in the same programs, ``_search_ownership``), searched in parts as a
         stream's searches are, stopped after their second part, on a game of 16 moves
         (both replay segments; on boards of 8 lines or more). Queries of these sizes then
         compile no search: they run in the smallest of the trees compiled here that holds
@@ -234,13 +234,12 @@ class AnalysisEngine(_BatchAnalysis):
         trees = sorted({min(_bucket(visits), self.max_tree_visits), self.max_tree_visits})
         if visits == 1:  # the network alone, no tree
             trees = []
-        if boards:
-            self._compiled_only = True  # before the searches: rules as data
+        if boards:  # before the searches: they keep their rules as data
+            self._compiled_only = True
+            self._warm_trees.update(trees)
         for size, rules in boards:
             for tree in trees or [1]:
                 self._warm_search(size, rules, tree)
-        if boards:
-            self._warm_trees.update(trees)
 
     def _warm_search(self, size: int, rules: str, visits: int) -> None:
         """Compile the search of ``visits`` visits on ``size`` boards (``warm_up``)."""

@@ -56,11 +56,10 @@ class _Ends(NamedTuple):
 
 def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, float] = (0.0, 0.0)):
     """Jitted ``search(variables, states, key, config, avoid, ...) -> (output, tree, cache)``:
-    with ``keep_tree`` the output without its tree and the whole tree, which stays on
-    the device (``_used_nodes`` cuts what the host reads; the ``tree`` to resume it
-    from, donated), else the output with its tree cut to what the host reads
-    (``_host_tree``) and None; and the network cache given (``cache=``, donated;
-    ``gojax.search.new_cache``) with the search's evaluations stored, or None;
+    the output without its tree; the whole tree, which stays on the device
+    (``_used_nodes`` cuts what the host reads; the ``tree`` to resume it from, donated);
+    and the network cache given (``cache=``, donated; ``gojax.search.new_cache``) with
+    the search's evaluations stored, or None;
     ``new_cache(variables, states, ownership, size_log2)``, an empty one for the search's
     evaluator with or without ownership; and
     ``evaluate(variables, states [B], actions [B, K], key) -> outputs [B, 1 + K, ...]``
@@ -78,7 +77,7 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
 
     @functools.partial(
         jax.jit,
-        static_argnames=("config", "ownership", "keep_nodes", "keep_tree"),
+        static_argnames=("config", "ownership"),
         donate_argnames=("cache", "tree"),
     )
     def run_search(
@@ -88,10 +87,8 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
         config,
         avoid,
         ownership=False,
-        keep_nodes=False,
         tree=None,
         stop_at=None,
-        keep_tree=False,
         cache=None,
     ):
         def leaf_evaluator(module):
@@ -112,13 +109,10 @@ def _device_functions(model: Any, symmetry: int | str, optimism: tuple[float, fl
             resume=tree is not None,
             cache=cache,
         )
-        # The cache stays on the device, apart from the output the host reads. A kept tree
-        # is the output's too (``_used_nodes`` cuts what the host reads from it): two
-        # copies of a tree of 65,536 nodes cost more than its search of a part.
-        if keep_tree:
-            return result.replace(tree=None, cache=None), result.tree, result.cache
-        tree = _host_tree(result.tree, keep_nodes)
-        return result.replace(tree=tree, cache=None), None, result.cache
+        # The tree and the cache stay on the device, apart from the output the host reads
+        # (``_used_nodes`` cuts what it reads of the tree): a second copy of a tree of
+        # 65,536 nodes in the output costs more than its search of a part.
+        return result.replace(tree=None, cache=None), result.tree, result.cache
 
     @functools.partial(jax.jit, static_argnames=("ownership", "size_log2"))
     def make_cache(variables, states, ownership, size_log2):
@@ -168,7 +162,7 @@ def _search_in_parts(
     poll: float = math.inf,
     rate: float | None = None,
 ) -> tuple[Any, float]:
-    """Run ``search(key, tree=..., stop_at=..., keep_tree=True) -> (output, tree)``
+    """Run ``search(key, tree=..., stop_at=...) -> (output, tree)``
     (``batch`` positions, the first ``len(schedule)`` real) to ``goals[i]`` root visits
     each in parts, as KataGo reports during a search and stops at ``maxTime``: position
     ``i`` is reported (``report((output, tree), rows)``, before the next part takes the
@@ -209,7 +203,6 @@ def _search_in_parts(
             jax.random.fold_in(key, part),
             tree=tree,
             stop_at=jnp.asarray(target, jnp.int32),
-            keep_tree=True,
         )
         part += 1
         jax.block_until_ready(tree)
@@ -251,9 +244,10 @@ def _host_tree(tree: Any, keep_nodes: bool) -> Any:
 def _first_nodes(output: Any, tree: Any, nodes: int, keep_nodes: bool) -> Any:
     """A search output with what the host reads of ``tree`` cut to its first ``nodes``
     nodes."""
-    cut = {name: getattr(tree, name)[:, :nodes] for name in _NODE_FIELDS}
-    states = jax.tree.map(lambda x: x[:, :nodes], tree.embeddings)
-    return output.replace(tree=_host_tree(tree.replace(**cut, embeddings=states), keep_nodes))
+    host = _host_tree(tree, keep_nodes)
+    cut = {name: getattr(host, name)[:, :nodes] for name in _NODE_FIELDS}
+    ends = jax.tree.map(lambda x: x[:, :nodes], host.embeddings)
+    return output.replace(tree=host.replace(**cut, embeddings=ends))
 
 
 def _used_nodes(output: Any, tree: Any, keep_nodes: bool) -> Any:

@@ -150,8 +150,8 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     ).astype(jnp.float32)
 
     limit = float(p + 20)
-    territory = jnp.asarray(rules.territory)
-    white_komi = state.komi + jnp.where(territory, white_bonus(state), 0.0)
+    territory = jnp.asarray(rules.territory, jnp.float32)  # 1 under territory scoring, else 0
+    white_komi = state.komi + territory * white_bonus(state)
     self_komi = jnp.clip(jnp.where(pla == 1, -white_komi, white_komi), -limit, limit)
     ko_a, ko_b = rules.ko_features
     glob = jnp.zeros(NUM_GLOBAL, jnp.float32)
@@ -159,7 +159,6 @@ def katago_inputs(state: GoState) -> tuple[jax.Array, jax.Array]:
     glob = glob.at[5].set(self_komi / 20.0)
     glob = glob.at[6].set(ko_a).at[7].set(ko_b)
     glob = glob.at[8].set(jnp.asarray(rules.multi_stone_suicide, jnp.float32))
-    territory = territory.astype(jnp.float32)
     glob = glob.at[9].set(territory).at[10].set(territory)  # territory scoring; seki tax (1, 0)
     glob = glob.at[14].set((pass_would_end & ~suppress).astype(jnp.float32))
     # KataGo computes the wave under area scoring (or encore 2).
