@@ -45,16 +45,12 @@ from gojax._board import (
     EMPTY,
     WHITE,
     GoState,
-    area,
-    handicap_points,
     legal_moves,
     new_game,
     play,
     position_hash,
     repetition_bans,
-    score,
     set_board,
-    winner,
 )
 from gojax._coords import (
     action_to_gtp,
@@ -63,10 +59,11 @@ from gojax._coords import (
     pass_action,
     sgf_to_action,
 )
+from gojax._counting import area, score, winner
 from gojax._features import AGZ_PLANES, agz_planes
 from gojax._replay import replay
 from gojax._rules import RULE_PRESETS, RUNTIME_RULES, Rules, get_rules
-from gojax._setup import SetupError, place_stones
+from gojax._setup import SetupError, handicap_points, place_stones
 from gojax._symmetry import (
     NUM_SYMMETRIES,
     inverse_symmetry,

@@ -23,9 +23,12 @@ on top, ``P`` = pass):
   combined by addition modulo 2**32 per lane rather than XOR: it is just as
   random, and lets a chain's key sum be computed with one segment-sum, which
   the superko test needs for every candidate capture.
-* Superko history is kept as a *sorted* array of 64-bit keys, so testing all
-  ``P`` candidate moves costs ``P`` binary searches instead of ``P * H``
-  comparisons.
+* Superko history is kept as a *sorted* array of 64-bit keys
+  (``gojax._superko_table``), so testing all ``P`` candidate moves costs ``P``
+  lookups instead of ``P * H`` comparisons.
+
+Counting a position (area, score, winner) is ``gojax._counting``; handicap
+placement is ``gojax._setup``'s.
 """
 
 from __future__ import annotations
@@ -40,12 +43,12 @@ from flax import struct
 
 from gojax._coords import MAX_SIZE, MIN_SIZE
 from gojax._rules import RUNTIME_RULES, Rules, RuleValues, get_rules, rule_values, rules_code
+from gojax._superko_table import UNUSED_KEY, contains, insert_sorted
 
 BLACK = 1
 WHITE = -1
 EMPTY = 0
 _OFF_BOARD = 2  # colour value read beyond the edge by neighbour lookups
-_UNUSED_KEY = np.uint32(0xFFFFFFFF)  # fills unused superko slots; sorts last
 RECENT_MOVES = 8  # how many past actions the state remembers
 # A batched move recounts liberties on up to B / RECOUNT_DIVISOR boards at a time (the ones
 # where it removed stones; all of them when more need it): 16 was ~2% faster than 8 or 32
@@ -362,53 +365,6 @@ def _superko_key(zobrist: jax.Array, to_play: jax.Array, rules: RuleValues, size
     return zobrist + jnp.where(add, white_to_play, jnp.zeros((), jnp.uint32))
 
 
-def _insert_sorted(keys: jax.Array, count: jax.Array, key: jax.Array):
-    """Insert ``key`` ([2]) into ``keys`` ([H, 2], sorted by lane 0); O(H) and branch-free."""
-    if keys.shape[0] == 0:
-        return keys, count
-    at = jnp.sum(keys[:, 0] < key[0])  # unused slots hold the largest value and stay last
-    index = jnp.arange(keys.shape[0])[:, None]
-    shifted = jnp.concatenate([keys[:1], keys[:-1]])
-    keys = jnp.where(index < at, keys, jnp.where(index == at, key[None], shifted))
-    return keys, count + 1
-
-
-def _contains(keys: jax.Array, count: jax.Array, queries: jax.Array) -> jax.Array:
-    """``[Q, 2]`` queries → ``[Q]`` bool: whether each key is among the first ``count``.
-
-    A two-level search on lane 0 without loops or dependent gathers (at batch
-    size one XLA's per-iteration overhead dominates a loop, and a binary
-    search's chain of single-element gathers is slow on CPU): the sorted
-    table is cut into buckets of ``F`` keys; one vectorised comparison with
-    the buckets' first keys finds, for each query, the bucket that holds its
-    lower bound, and that bucket plus the next bucket's first two slots are
-    compared on both lanes. So a query is found when at most two stored keys
-    share its lane-0 value (three earlier positions sharing those 32 bits of
-    hash is a 1e-11-per-game event, far below any other source of error).
-    """
-    h = keys.shape[0]
-    if h == 0:
-        return jnp.zeros(queries.shape[0], bool)
-    # About sqrt(H) keys a bucket, but 8 for short tables: a 9x9 game's 163 keys took
-    # 10-15% less time with 8 than with 16 (B=256), while 13x13 and 19x19 are slower at 8.
-    width = 8 if h < 256 else max(8, 1 << round(math.log2(math.sqrt(h))))
-    buckets = -(-h // width)
-    pad = (buckets + 1) * width - h  # whole buckets, plus an empty one after the last
-    padded = jnp.concatenate([keys, jnp.full((pad, 2), _UNUSED_KEY, jnp.uint32)])
-    blocks = padded.reshape(buckets + 1, width, 2)
-    # The bucket holding the lower bound: the last one whose first key is below the query.
-    below = jnp.sum(blocks[None, :-1, 0, 0] < queries[:, None, 0], axis=1, dtype=jnp.int32)
-    bucket = jnp.maximum(below - 1, 0)  # [Q]
-    # Whole-bucket gathers (one slice per query), then both lanes compared.
-    index = bucket[:, None] * width + jnp.arange(width)[None, :]  # [Q, width]
-    hit = jnp.any(jnp.all(blocks[bucket] == queries[:, None, :], axis=-1) & (index < count), 1)
-    after = (bucket + 1) * width
-    for offset in (0, 1):  # a run of equal lane-0 values may continue into the next bucket
-        slot = blocks[bucket + 1, offset]
-        hit = hit | (jnp.all(slot == queries, axis=-1) & (after + offset < count))
-    return hit
-
-
 # ----------------------------------------------------------------------------
 # Public API.
 
@@ -479,7 +435,7 @@ def new_game(
         komi=jnp.asarray(komi, jnp.float32),
         captures=jnp.zeros(2, jnp.int16),
         zobrist=jnp.zeros(2, jnp.uint32),
-        superko_keys=jnp.full((num_keys, 2), _UNUSED_KEY, jnp.uint32),
+        superko_keys=jnp.full((num_keys, 2), UNUSED_KEY, jnp.uint32),
         superko_count=jnp.asarray(0, jnp.int32),
         past_boards=jnp.zeros((history, p), jnp.int8),
         recent_moves=jnp.full(RECENT_MOVES, -1, jnp.int16),
@@ -501,7 +457,7 @@ def set_board(state: GoState, board: jax.Array) -> GoState:
     board = jnp.asarray(board, jnp.int8).reshape(size * size)
     chain = _label_chains(board, size)
     zobrist = position_hash(board)
-    keys, count = _insert_sorted(
+    keys, count = insert_sorted(
         state.superko_keys,
         state.superko_count,
         _superko_key(zobrist, state.to_play, state.rule_values, size),
@@ -596,7 +552,7 @@ def play(state: GoState, action: jax.Array | int) -> GoState:
         - jnp.sum(jnp.where(captured[:, None], theirs, zero), axis=0, dtype=jnp.uint32)
         - jnp.sum(jnp.where(removed_own[:, None], mine, zero), axis=0, dtype=jnp.uint32)
     )
-    superko_keys, superko_count = _insert_sorted(
+    superko_keys, superko_count = insert_sorted(
         state.superko_keys, state.superko_count, _superko_key(zobrist, them, rules, size)
     )
 
@@ -666,7 +622,7 @@ def legal_moves(state: GoState, *, superko: bool = True) -> jax.Array:
     legal = legal.reshape(-1) & (jnp.arange(p) != state.ko)
 
     if rules.superko is not False and superko:
-        banned = _superko_banned(state, nb_color, nb_libs, suicide.reshape(-1))
+        banned = _superko_banned(state, rules, nb_color, nb_libs, suicide.reshape(-1))
         legal = legal & ~(banned & rules.superko)
 
     legal = jnp.append(legal, True)
@@ -685,7 +641,7 @@ def repetition_bans(state: GoState) -> jax.Array:
     return ignoring_repetition[:-1] & ~legal[:-1] & ~state.terminated
 
 
-def _superko_banned(state: GoState, nb_color, nb_libs, suicide) -> jax.Array:
+def _superko_banned(state: GoState, rules: RuleValues, nb_color, nb_libs, suicide) -> jax.Array:
     """``[P]`` bool: moves whose resulting position (or situation) occurred before."""
     size = state.size
     p = size * size
@@ -718,102 +674,5 @@ def _superko_banned(state: GoState, nb_color, nb_libs, suicide) -> jax.Array:
         state.zobrist - own_sum,
         state.zobrist + mine - captured_sum,
     )
-    after = _superko_key(after, -me, state.rule_values, size)
-    return _contains(state.superko_keys, state.superko_count, after)
-
-
-def _reaches(board: jax.Array, color: int, size: int) -> jax.Array:
-    """``[P]`` bool: points of ``color`` and empty points connected to one through empty points."""
-    empty = board == EMPTY
-
-    def grow(reached):
-        up, down, left, right = _shifts(reached.reshape(size, size), False)
-        near = (up | down | left | right).reshape(-1)
-        return reached | (empty & near)
-
-    start = board == color
-    reached, _ = jax.lax.while_loop(
-        lambda carry: jnp.any(carry[0] != carry[1]),
-        lambda carry: (grow(carry[0]), carry[0]),
-        (grow(start), start),
-    )
-    return reached
-
-
-@jax.jit
-def area(state: GoState) -> jax.Array:
-    """``[2]`` int32: Tromp-Taylor area of Black and White.
-
-    A player's area is their stones plus the empty points that reach only
-    their stones. Every stone on the board counts as alive.
-    """
-    size = state.size
-    black = _reaches(state.board, BLACK, size)
-    white = _reaches(state.board, WHITE, size)
-    return jnp.stack(
-        [
-            jnp.sum(black & ~white, dtype=jnp.int32),
-            jnp.sum(white & ~black, dtype=jnp.int32),
-        ]
-    )
-
-
-@jax.jit
-def score(state: GoState) -> jax.Array:
-    """``[]`` float32: Black's margin, komi included.
-
-    Area rules: the Tromp-Taylor count, area(Black) - area(White) - komi.
-    Territory rules (``japanese``): territory and prisoners with no points in
-    seki, as KataGo counts them (:mod:`gojax._territory`).
-    """
-    # Imported here: gojax._territory builds on this module.
-    from gojax._territory import territory_score
-
-    territory = state.rule_values.territory
-    if territory is True:
-        return territory_score(state)
-    black, white = area(state)
-    by_area = (black - white).astype(jnp.float32) - state.komi
-    if territory is False:
-        return by_area
-    return jnp.where(territory, territory_score(state), by_area)
-
-
-@jax.jit
-def winner(state: GoState) -> jax.Array:
-    """``[]`` int8: +1 if Black wins by :func:`score`, -1 if White does, 0 for a tie."""
-    return jnp.sign(score(state)).astype(jnp.int8)
-
-
-def handicap_points(size: int, stones: int) -> list[int]:
-    """GTP ``fixed_handicap`` placement: the points for ``stones`` handicap stones.
-
-    Defined for 2..9 stones on boards of side 7 or more (at most 4 on even
-    sides and side 7), as GTP specifies.
-    """
-    _validate_size(size)
-    if stones < 2 or stones > 9 or size < 7:
-        raise ValueError(f"fixed handicap needs 2..9 stones on a board of 7 or more, got {stones}")
-    if (size % 2 == 0 or size == 7) and stones > 4:
-        raise ValueError(f"at most 4 fixed handicap stones on {size}x{size}")
-    edge = 2 if size < 13 else 3
-    low, mid, high = edge, size // 2, size - 1 - edge
-
-    def at(row, col):
-        return row * size + col
-
-    # GTP order on 19x19: D4 Q16 D16 Q4, then D10 Q10, then K4 K16; K10 for odd counts.
-    corners = [at(high, low), at(low, high), at(low, low), at(high, high)]
-    sides = [at(mid, low), at(mid, high), at(high, mid), at(low, mid)]
-    tengen = at(mid, mid)
-    if stones <= 4:
-        return corners[:stones]
-    if stones == 5:
-        return corners + [tengen]
-    if stones == 6:
-        return corners + sides[:2]
-    if stones == 7:
-        return corners + sides[:2] + [tengen]
-    if stones == 8:
-        return corners + sides
-    return corners + sides + [tengen]
+    after = _superko_key(after, -me, rules, size)
+    return contains(state.superko_keys, state.superko_count, after)

@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import GoState, legal_moves, new_game, play, score
+from gojax._board import GoState, legal_moves, new_game, play
+from gojax._counting import score
 
 CHUNK = 32  # moves per jitted call: long enough to amortise dispatch, short for progress
 

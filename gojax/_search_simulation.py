@@ -20,7 +20,7 @@ import mctx
 
 from gojax import _selection, _utility, _virtual_loss
 from gojax._board import GoState, legal_moves, play
-from gojax._board import score as final_score
+from gojax._counting import score as final_score
 from gojax._nn_cache import NNCache, cached_evaluate
 from gojax._search_evaluators import Evaluator, _mask_logits
 from gojax._tree_reuse import ILLEGAL_THRESHOLD, Tree

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gojax._board import BLACK, EMPTY, WHITE, neighbor_table
+from gojax._board import BLACK, EMPTY, WHITE, _validate_size, neighbor_table
 from gojax._coords import action_to_gtp
 
 _COLOUR_NAMES = {BLACK: "black", WHITE: "white"}
@@ -108,3 +108,37 @@ def place_stones(
         name = _COLOUR_NAMES[int(placed[stuck])]
         raise SetupError(f"the {name} chain at {action_to_gtp(stuck, size)} has no liberty", stuck)
     return placed
+
+
+def handicap_points(size: int, stones: int) -> list[int]:
+    """GTP ``fixed_handicap`` placement: the points for ``stones`` handicap stones.
+
+    Defined for 2..9 stones on boards of side 7 or more (at most 4 on even
+    sides and side 7), as GTP specifies.
+    """
+    _validate_size(size)
+    if stones < 2 or stones > 9 or size < 7:
+        raise ValueError(f"fixed handicap needs 2..9 stones on a board of 7 or more, got {stones}")
+    if (size % 2 == 0 or size == 7) and stones > 4:
+        raise ValueError(f"at most 4 fixed handicap stones on {size}x{size}")
+    edge = 2 if size < 13 else 3
+    low, mid, high = edge, size // 2, size - 1 - edge
+
+    def at(row, col):
+        return row * size + col
+
+    # GTP order on 19x19: D4 Q16 D16 Q4, then D10 Q10, then K4 K16; K10 for odd counts.
+    corners = [at(high, low), at(low, high), at(low, low), at(high, high)]
+    sides = [at(mid, low), at(mid, high), at(high, mid), at(low, mid)]
+    tengen = at(mid, mid)
+    if stones <= 4:
+        return corners[:stones]
+    if stones == 5:
+        return corners + [tengen]
+    if stones == 6:
+        return corners + sides[:2]
+    if stones == 7:
+        return corners + sides[:2] + [tengen]
+    if stones == 8:
+        return corners + sides
+    return corners + sides + [tengen]

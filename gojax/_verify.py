@@ -21,8 +21,9 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from gojax._board import BLACK, WHITE, area, legal_moves, new_game
+from gojax._board import BLACK, WHITE, legal_moves, new_game
 from gojax._coords import action_to_gtp, gtp_to_action
+from gojax._counting import area
 from gojax._replay import replay
 
 

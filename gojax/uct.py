@@ -27,7 +27,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from gojax._board import GoState, legal_moves, play, winner
+from gojax._board import GoState, legal_moves, play
+from gojax._counting import winner
 from gojax._moves import own_eyes
 from gojax.rollout_policy import RolloutWeights
 from gojax.rollout_policy import logits as policy_logits
