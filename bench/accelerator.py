@@ -70,6 +70,7 @@ sys.path.insert(0, str(HERE))
 import board as board_bench  # noqa: E402  (bench/board.py)
 import net as net_bench  # noqa: E402  (bench/net.py)
 import selfplay as selfplay_bench  # noqa: E402  (bench/selfplay.py)
+import selfplay_breakdown  # noqa: E402  (bench/selfplay_breakdown.py)
 from _timing import best_time, best_times  # noqa: E402
 
 import gojax  # noqa: E402
@@ -386,6 +387,16 @@ def section_training(smoke: bool) -> dict:
         return metrics
 
     samples_per_s = selfplay_bench.learner_rate(step, lconfig.batch_size, 1 if smoke else 3)
+    # Self-play against its network bound, and where a step's time goes (the same games).
+    cut = [o for o in overrides if "num_games" not in o and "max_moves" not in o]
+    split = selfplay_breakdown.breakdown(
+        str(HERE.parent / "configs" / "go19_b10c128.py"),
+        sp_config.num_games,
+        2 if smoke else 8,
+        cut,
+        repeats=1 if smoke else 2,
+    )
+    print("  " + selfplay_breakdown.table([split]).replace("\n", "\n  "), flush=True)
     simulations = f"{sp_config.search.num_simulations}/{sp_config.fast_simulations or 0} sims"
     result = {
         "config": f"go19_b10c128 ({'smoke: 5x5 tiny' if smoke else 'B=256, 8 moves'}, "
@@ -401,6 +412,7 @@ def section_training(smoke: bool) -> dict:
         "selfplay_moves_per_s": float(stats["moves_per_second"]),
         "learner_batch": lconfig.batch_size,
         "learner_samples_per_s": float(samples_per_s),
+        **{f"breakdown_{key}": value for key, value in split.items()},
         "ok": planes_agree,
     }
     print(

@@ -123,7 +123,7 @@ def make_engine(args: argparse.Namespace) -> Engine:
                 rollout_lambda=args.rollout_lambda,
                 rollouts=args.rollouts,
                 rollout_weights=_rollout_weights(args),
-                lcb=args.lcb,
+                lcb=bool(args.lcb),
                 score_utility=not args.no_score_utility,
                 ponder_visits=args.ponder_visits,
                 moves=moves,
@@ -131,7 +131,9 @@ def make_engine(args: argparse.Namespace) -> Engine:
             )
             leaf_batch = getattr(args, "leaf_batch", None) or default_leaf_batch()
             if leaf_batch > 1:  # gojax.search's virtual loss: K leaves per network call
-                player.set_search(leaf_batch=leaf_batch)
+                # Its visits spread under virtual loss: play the best bound unless told not to.
+                lcb = players.PLAY_LCB if args.lcb is None and args.search != "gumbel" else {}
+                player.set_search(leaf_batch=leaf_batch, **lcb)
         else:
             if args.rollout_policy:
                 raise ValueError(
@@ -272,10 +274,13 @@ def register(commands) -> None:
     )
     gtp.add_argument(
         "--lcb",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="--search puct or katago: play the root move with the best lower confidence "
-        "bound on its value among those with at least 15%% of the most visits (KataGo's "
-        "useLcbForSelection) instead of the most visited",
+        "bound on its utility among those with at least 15%% of the most visits (KataGo's "
+        "useLcbForSelection; 3 standard errors, a spread of at least 0.4) instead of the "
+        "most visited (default: on with --leaf-batch above 1, whose visits spread under "
+        "virtual loss; off otherwise)",
     )
     gtp.add_argument(
         "--gumbel-scale",

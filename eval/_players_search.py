@@ -35,6 +35,7 @@ from eval._players_analysis import (
 )
 from eval._players_search_analysis import listed_actions, search_analysis
 from eval._players_settings import (
+    PLAY_LCB,
     auto_considered,
     optimism_label,
     optimism_modules,
@@ -105,8 +106,9 @@ class SearchPlayer:
     in ``root`` of it, every other node's ``below``.
 
     ``lcb``: play the move KataGo's ``useLcbForSelection`` plays (not Gumbel):
-    the best lower confidence bound on the value among the root moves with at
-    least 15% of the most visits (``SearchConfig.lcb_selection``).
+    the best lower confidence bound on the utility among the root moves with at
+    least 15% of the most visits (``SearchConfig.lcb_selection``), with the bound's
+    settings of ``PLAY_LCB`` (3 standard errors, a spread of at least 0.4).
 
     ``score_utility``: with ``search="katago"``, weigh the score as KataGo
     does (``SearchConfig.static_score_utility`` / ``dynamic_score_utility``,
@@ -176,7 +178,7 @@ class SearchPlayer:
             temperature_moves=0,
             gumbel_scale=float(gumbel_scale),
             max_num_considered_actions=int(considered or auto_considered(visits)),
-            lcb_selection=bool(lcb),
+            **(PLAY_LCB if lcb else {}),
             root_symmetry_pruning=bool(root_symmetry_pruning),
             moves=moves,
             **utility_settings,

@@ -64,6 +64,16 @@ def score_utility_settings(search: str, score_utility: bool) -> dict[str, float]
     return {"static_score_utility": 0.0, "dynamic_score_utility": 0.0}
 
 
+# The SearchConfig fields of a player's LCB move (``lcb=True``): KataGo's bound, 3 standard
+# errors below the mean (KataGo's 5 rarely overrules the visits at play's budgets) with a
+# spread of at least KataGo's prior stdev (0.4): a move's first few visits often agree and
+# would claim a certainty they do not have. On 9x9 positions of the reference games,
+# b6c96, 64 visits, regret to a 1,600-visit search's utilities: 0.040 with these
+# against 0.042 by visits and 0.044 by KataGo's own bound; with K = 8 leaves a step
+# (virtual loss spreads the visits): 0.043, 0.051 and 0.048.
+PLAY_LCB = {"lcb_selection": True, "lcb_stdevs": 3.0, "lcb_stdev_floor": 0.4}
+
+
 def auto_considered(visits: int) -> int:
     """Root moves for Gumbel's sequential halving in play: a quarter of the visits, 2 to 16.
 

@@ -50,6 +50,7 @@ from eval._players_search import (
 from eval._players_search import _search_functions as _search_functions
 from eval._players_search_analysis import listed_actions, pv_visits, search_analysis
 from eval._players_settings import (
+    PLAY_LCB,
     auto_considered,
     has_optimistic_policy,
     optimism_label,
@@ -62,6 +63,7 @@ from gojax.evaluate import KATAGO_POLICY_OPTIMISM, KATAGO_ROOT_POLICY_OPTIMISM
 
 __all__ = [
     "KATAGO_POLICY_OPTIMISM",
+    "PLAY_LCB",
     "KATAGO_ROOT_POLICY_OPTIMISM",
     "PONDER_FACTOR",
     "PONDER_LEAST",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from gojax import _selection, _utility
+from gojax import _search_root, _selection, _utility
 from gojax._board import GoState, legal_moves
 from gojax._moves import sensible_moves
 
@@ -96,6 +96,16 @@ class SearchConfig:
         (:func:`lower_confidence_bounds`), rather than the most visited. KataGo
         plays so (minimum fraction 0.15 in its GTP defaults); off by default.
       lcb_min_visit_fraction: see ``lcb_selection``.
+      lcb_stdevs: how many standard errors below its mean utility a move's bound lies
+        (KataGo's ``lcbStdevs``, 5).
+      lcb_stdev_floor: the least spread of utilities the bounds assume (0: the spread
+        the visits showed, KataGo's). A move's first few visits often agree, and their
+        spread says it is certain: a floor (0.4, KataGo's ``cpuctUtilityStdevPrior``)
+        keeps a bound on few visits wide. A search of ``leaf_batch > 1`` spreads its
+        visits under virtual loss, so its most visited move says less than a plain
+        search's; its best bound says more (9x9, b6c96, 64 visits, K = 8: regret to a
+        1,600-visit search's utilities 0.051 by visits, 0.048 by KataGo's bound, 0.043
+        with 3 stdevs and this floor at 0.4, against 0.042 for K = 1 by visits).
       static_score_utility, dynamic_score_utility: ``kind="katago"`` only:
         the weights of KataGo's score utility (``gojax._utility``; KataGo's
         0.1 and 0.3), added to the value of every playout whose evaluator
@@ -195,6 +205,8 @@ class SearchConfig:
     normalise_values: bool = True
     lcb_selection: bool = False
     lcb_min_visit_fraction: float = 0.15
+    lcb_stdevs: float = _search_root.LCB_STDEVS
+    lcb_stdev_floor: float = 0.0
     static_score_utility: float = _utility.STATIC_SCORE_UTILITY
     dynamic_score_utility: float = _utility.DYNAMIC_SCORE_UTILITY
     cpuct_exploration: float = _selection.KATAGO_CPUCT
@@ -238,6 +250,9 @@ class SearchConfig:
             raise ValueError(
                 f"lcb_min_visit_fraction must be in [0, 1], not {self.lcb_min_visit_fraction}"
             )
+        for name in ("lcb_stdevs", "lcb_stdev_floor"):
+            if not getattr(self, name) >= 0.0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")
         for name in ("static_score_utility", "dynamic_score_utility"):
             if not getattr(self, name) >= 0.0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

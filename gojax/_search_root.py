@@ -74,12 +74,23 @@ def lower_confidence_bounds(q, visits, q_stdev, stdevs: float = LCB_STDEVS, radi
     return xp.where(xp.asarray(visits) > 0, bound, q - 2.0 * stdevs * radius)
 
 
-def _lcb_choice(visits, q, q_stdev, invalid, min_fraction: float, radius: float = 1.0):
-    """``[B]`` KataGo's LCB move: the best bound among the moves with at least
+def _lcb_choice(
+    visits,
+    q,
+    q_stdev,
+    invalid,
+    min_fraction: float,
+    radius: float = 1.0,
+    stdevs: float = LCB_STDEVS,
+    stdev_floor: float = 0.0,
+):
+    """``[B]`` KataGo's LCB move: the best bound (``stdevs`` standard errors below the
+    mean, the spread at least ``stdev_floor``) among the moves with at least
     ``min_fraction`` of the most visits (the most visited one is always among them)."""
     most = jnp.max(jnp.where(invalid, 0, visits), axis=-1, keepdims=True)
     eligible = ~invalid & (visits > 0) & (visits >= min_fraction * most)
-    bounds = lower_confidence_bounds(q, visits, q_stdev, radius=radius)
+    spread = jnp.maximum(q_stdev, stdev_floor)
+    bounds = lower_confidence_bounds(q, visits, spread, stdevs=stdevs, radius=radius)
     # Ties (equal bounds) to the more visited move.
     score = bounds + 1e-6 * visits.astype(jnp.float32) / jnp.maximum(most, 1)
     choice = _selection.first_argmax(score, ~eligible)

@@ -553,6 +553,8 @@ def search(
                 root_invalid,
                 config.lcb_min_visit_fraction,
                 radius,
+                config.lcb_stdevs,
+                config.lcb_stdev_floor,
             )
         if config.forced_playouts:
             prune = functools.partial(

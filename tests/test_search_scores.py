@@ -10,6 +10,8 @@ games inside, whose score is the rules' count).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -280,6 +282,29 @@ def test_lcb_choice_prefers_a_surer_move_with_enough_visits():
     assert int(_lcb_choice(visits, q, stdev, invalid, 0.5)[0]) == 0
 
 
+def test_lcb_choice_floors_the_spread_of_few_agreeing_visits():
+    from gojax.search import _lcb_choice
+
+    # Move 1's 3 visits agreed (no spread): as seen, its bound is the surest.
+    visits = jnp.array([[12, 3]])
+    q = jnp.array([[0.30, 0.45]])
+    stdev = jnp.array([[0.30, 0.0]])
+    invalid = jnp.zeros((1, 2), bool)
+    assert int(_lcb_choice(visits, q, stdev, invalid, 0.15, stdevs=3.0)[0]) == 1
+    # A spread of at least 0.4: 3 visits' bound (about -0.29) falls under 12 visits'
+    # (about -0.05).
+    assert int(_lcb_choice(visits, q, stdev, invalid, 0.15, 3.0, 3.0, 0.4)[0]) == 0
+    # Fewer standard errors: move 1's lead outweighs its doubt again.
+    assert int(_lcb_choice(visits, q, stdev, invalid, 0.15, 3.0, 0.5, 0.4)[0]) == 1
+
+
+def test_lcb_settings_are_checked():
+    with pytest.raises(ValueError, match="lcb_stdev_floor"):
+        SearchConfig(lcb_stdev_floor=-0.1)
+    with pytest.raises(ValueError, match="lcb_stdevs"):
+        SearchConfig(lcb_stdevs=-1.0)
+
+
 def test_search_plays_the_lcb_move():
     # PUCT mostly visits its best-valued move most: the LCB move differs in 2 of these 16
     # searches (random priors, one key).
@@ -300,3 +325,12 @@ def test_search_plays_the_lcb_move():
     expected = np.argmax(np.where(eligible & (visits > 0), bounds, -np.inf), axis=1)
     np.testing.assert_array_equal(out.action, expected)
     assert np.any(np.asarray(out.action) != np.asarray(plain.action))  # premise: it matters
+    # The play settings (3 standard errors, a spread of at least 0.4): the same search,
+    # the move of those bounds.
+    floored = dataclasses.replace(config, lcb_stdevs=3.0, lcb_stdev_floor=0.4)
+    out = searcher(scoring_evaluator, floored)(states, jax.random.key(1))
+    np.testing.assert_array_equal(out.visit_counts, plain.visit_counts)
+    spread = np.maximum(np.asarray(out.q_stdev, np.float64), 0.4)
+    bounds = lower_confidence_bounds(np.asarray(out.q_values, np.float64), visits, spread, 3.0)
+    expected = np.argmax(np.where(eligible & (visits > 0), bounds, -np.inf), axis=1)
+    np.testing.assert_array_equal(out.action, expected)

@@ -291,6 +291,12 @@ def test_gtp_leaf_batch_flag():
         assert default_leaf_batch() == 1
     engine = make_engine(argparse.Namespace(**gtp_flags(*argv, "--leaf-batch", "4")))
     assert engine.player.config.leaf_batch == 4
+    # Its visits spread under virtual loss: it plays the best bound (PLAY_LCB) by default.
+    config = engine.player.config
+    assert (config.lcb_selection, config.lcb_stdevs, config.lcb_stdev_floor) == (True, 3.0, 0.4)
+    unbound = make_engine(argparse.Namespace(**gtp_flags(*argv, "--leaf-batch", "4", "--no-lcb")))
+    assert not unbound.player.config.lcb_selection
+    assert not make_engine(argparse.Namespace(**gtp_flags(*argv))).player.config.lcb_selection
     reply = ask(GTPServer(engine, io.StringIO()), "kata-genmove_analyze b 1").split("\n")
     entries = [e for e in re.split(r" (?=info )", reply[1]) if " isSymmetryOf " not in e]
     assert sum(int(re.search(r" visits (\d+)", e).group(1)) for e in entries) == 9
