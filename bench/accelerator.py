@@ -310,36 +310,39 @@ def section_training(smoke: bool) -> dict:
     ladders included) with fewer simulations and an 8-move cap, so that a call
     stays short; moves/s of a second call (the first compiles). Learner: the
     recipe's train step and batch size on a batch drawn from those games'
-    replay, as the training loop draws it.
+    replay, as the training loop draws it. Then the same games' breakdown against the
+    network bound (``bench/selfplay_breakdown.py``: the compiled self-play reused).
     """
     from gojax.evaluate import batch_inputs
     from train import loop
-    from train.learner import create_train_state, shard_batch
+    from train.learner import shard_batch
     from train.replay import ReplayBuffer
     from train.selfplay import play_games
 
-    config = loop.load_config(HERE.parent / "configs" / "go19_b10c128.py")
     if smoke:
         overrides = [
             "--config.board.size=5", "--config.model.preset=tiny",
-            "--config.selfplay.num_games=4", "--config.selfplay.num_simulations=2",
-            "--config.selfplay.fast_simulations=0", "--config.board.max_moves=6",
-            "--config.learner.batch_size=8",
+            "--config.selfplay.num_simulations=2", "--config.selfplay.fast_simulations=0",
+            "--config.board.max_moves=6", "--config.learner.batch_size=8",
         ]  # fmt: skip
+        games, moves = 4, 6
     else:
         # Few simulations: the figure is moves/s of the pipeline, not of a 600-playout search.
         overrides = [
-            "--config.selfplay.num_games=256", "--config.board.max_moves=8",
+            "--config.board.max_moves=8",
             "--config.selfplay.num_simulations=32", "--config.selfplay.fast_simulations=8",
         ]  # fmt: skip
-    loop.apply_overrides(config, overrides)
-    spec = loop.model_lib.spec_from_config(config.model)
-    sp_config = loop.selfplay_config(config)
-    lconfig = loop.learner_config(config)
-    mesh = loop.make_mesh(lconfig)
-    state = create_train_state(spec, lconfig, jax.random.PRNGKey(0), sp_config.size, mesh)
-    variables = loop._host_variables(state)
-    evaluator_fn, encode_fn = loop.selfplay_functions(spec)
+        games, moves = 256, 8
+    # The breakdown below plays the same games (num_steps = the move cap): one program.
+    path = HERE.parent / "configs" / "go19_b10c128.py"
+    run = selfplay_breakdown.prepare(
+        path,
+        [f"--config.selfplay.num_games={games}", f"--config.selfplay.num_steps={moves}"]
+        + overrides,
+    )
+    config, spec, sp_config, lconfig = run.config, run.spec, run.selfplay, run.learner
+    mesh, state, variables = run.mesh, run.state, run.variables
+    evaluator_fn, encode_fn = run.evaluator_fn, run.encode_fn
 
     def selfplay(seed: int):
         return play_games(evaluator_fn, encode_fn, variables, jax.random.key(seed), sp_config)
@@ -388,14 +391,7 @@ def section_training(smoke: bool) -> dict:
 
     samples_per_s = selfplay_bench.learner_rate(step, lconfig.batch_size, 1 if smoke else 3)
     # Self-play against its network bound, and where a step's time goes (the same games).
-    cut = [o for o in overrides if "num_games" not in o and "max_moves" not in o]
-    split = selfplay_breakdown.breakdown(
-        str(HERE.parent / "configs" / "go19_b10c128.py"),
-        sp_config.num_games,
-        2 if smoke else 8,
-        cut,
-        repeats=1 if smoke else 2,
-    )
+    split = selfplay_breakdown.breakdown(run, repeats=1 if smoke else 2)
     print("  " + selfplay_breakdown.table([split]).replace("\n", "\n  "), flush=True)
     simulations = f"{sp_config.search.num_simulations}/{sp_config.fast_simulations or 0} sims"
     result = {

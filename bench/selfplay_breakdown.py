@@ -37,6 +37,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +49,8 @@ from gojax import _ladders as ladders  # which path the ladder scans take
 from gojax.atomic import write_atomic
 from train import loop
 from train import model as model_lib
-from train.learner import create_train_state
-from train.selfplay import play_games
+from train.learner import LearnerConfig, create_train_state
+from train.selfplay import SelfPlayConfig, play_games
 
 SMOKE = [
     "--config.board.size=5",
@@ -59,6 +60,10 @@ SMOKE = [
 ]
 
 
+# The overrides that set a breakdown's batch and steps.
+SIZED = ("--config.selfplay.num_games=", "--config.selfplay.num_steps=")
+
+
 def ladder_path() -> str:
     """How this process scans ladders: ``native`` (FFI), ``host`` (callback) or ``loop``."""
     if not ladders.native_available():
@@ -66,29 +71,62 @@ def ladder_path() -> str:
     return "host" if os.environ.get("GOJAX_NATIVE_LADDERS") == "host" else "native"
 
 
-def breakdown(config_path: str, batch: int, moves: int, overrides: list[str], repeats: int) -> dict:
-    """The figures of the module docstring for ``config_path`` with ``overrides`` applied,
-    ``batch`` games and ``moves`` steps; a flat dict."""
+class Prepared(NamedTuple):
+    """A run config's self-play as the training loop sets it up (a fresh net)."""
+
+    path: str  # the config file
+    overrides: list[str]  # as given to prepare, --config.GROUP.KEY=VALUE each
+    config: Any  # the run config (ml_collections), overrides applied
+    spec: model_lib.ModelSpec
+    selfplay: SelfPlayConfig
+    learner: LearnerConfig
+    mesh: Any
+    state: Any  # the learner's TrainState
+    variables: Any  # the net's variables on the host, as self-play reads them
+    evaluator_fn: Any
+    encode_fn: Any
+
+
+def prepare(config_path: str | Path, overrides: list[str]) -> Prepared:
+    """``config_path`` with ``overrides`` applied, its net initialised and its self-play
+    functions, as ``train.loop`` builds them."""
     config = loop.load_config(Path(config_path))
-    loop.apply_overrides(
-        config,
-        [f"--config.selfplay.num_games={batch}", f"--config.selfplay.num_steps={moves}"]
-        + list(overrides),
-    )
+    loop.apply_overrides(config, list(overrides))
     spec = model_lib.spec_from_config(config.model)
     sp_config = loop.selfplay_config(config)
     lconfig = loop.learner_config(config)
     mesh = loop.make_mesh(lconfig)
     state = create_train_state(spec, lconfig, jax.random.PRNGKey(0), sp_config.size, mesh)
-    variables = loop._host_variables(state)
     evaluator_fn, encode_fn = loop.selfplay_functions(spec)
+    variables = loop._host_variables(state)
+    return Prepared(
+        str(config_path),
+        list(overrides),
+        config,
+        spec,
+        sp_config,
+        lconfig,
+        mesh,
+        state,
+        variables,
+        evaluator_fn,
+        encode_fn,
+    )
+
+
+def breakdown(run: Prepared, repeats: int) -> dict:
+    """The figures of the module docstring for the prepared self-play ``run``
+    (its ``num_games`` and ``num_steps``); a flat dict."""
+    config, spec, sp_config = run.config, run.spec, run.selfplay
+    evaluator_fn, encode_fn, variables = run.evaluator_fn, run.encode_fn, run.variables
+    batch, moves = sp_config.num_games, sp_config.steps
     module = model_lib.build(spec)
 
     def selfplay(seed: int):
         return play_games(evaluator_fn, encode_fn, variables, jax.random.key(seed), sp_config)
 
     start = time.perf_counter()
-    traj, _ = selfplay(0)  # compiles
+    traj, _ = selfplay(0)  # compiles, unless the same self-play ran before
     compile_s = time.perf_counter() - start
     best, positions, full_steps = np.inf, 0, 0.0
     for seed in range(1, repeats + 1):
@@ -142,8 +180,9 @@ def breakdown(config_path: str, batch: int, moves: int, overrides: list[str], re
     moves_per_s = positions / best
     bound = batch / network_s
     return {
-        "config": Path(config_path).name,
-        "overrides": " ".join(overrides),
+        "config": Path(run.path).name,
+        # Beyond the batch and the steps, which have their own columns.
+        "overrides": " ".join(o for o in run.overrides if not o.startswith(SIZED)),
         "size": sp_config.size,
         "preset": config.model.preset,
         "batch": batch,
@@ -198,7 +237,9 @@ def main() -> int:
     rows = []
     for path in args.config:
         print(f"{path}: B={args.batch}, {args.moves} moves ...", flush=True)
-        rows.append(breakdown(path, args.batch, args.moves, overrides, args.repeats))
+        steps = [f"--config.selfplay.num_games={args.batch}"]
+        steps.append(f"--config.selfplay.num_steps={args.moves}")
+        rows.append(breakdown(prepare(path, steps + overrides), args.repeats))
     print(table(rows))
     summary = {
         "bench": "selfplay_breakdown",
