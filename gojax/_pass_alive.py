@@ -29,18 +29,45 @@ point is either "pla stone" or "not"); the vital relation needs only four
 candidate chains per region, those around its first empty point (a vital chain
 must touch every empty point, so in particular that one). Everything is O(P)
 memory per player; both players run side by side under ``jax.vmap``.
+
+Native version. Where a C++ compiler is found, a CPU computes the area as native code
+instead (``_pass_alive.cc``, compiled on first use, see ``gojax._native``): an XLA FFI
+call for all the boards of a call (a ``vmap``'s batch flattened), shared out over XLA's
+threads. The same function bit for bit (tested on random and reference boards), 2-4x
+cheaper on a CPU (9x9 boards, 64 to 640 a call: 13 to 7 us a board against 28), where the
+area planes were most of KataGo's features' time (9x9, 64 positions: 1.7 of 2.4 ms;
+1.75 ms in all after). Other platforms, and ``GOJAX_NATIVE_AREA=0``, run the JAX version.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gojax._board import neighbor_table
+from gojax._native import Kernel
 
-__all__ = ["area_ownership", "pass_alive"]
+__all__ = ["area_ownership", "native_available", "pass_alive"]
+
+_NATIVE_TARGET = "gojax_area"
+_NATIVE = Kernel(
+    "_pass_alive.cc",
+    prefix="area",
+    targets={_NATIVE_TARGET: "GojaxArea"},
+    title="the native area kernel",
+    fallback="native area off, the JAX version used instead",
+    switch="GOJAX_NATIVE_AREA",
+)
+
+
+def native_available() -> bool:
+    """Whether a CPU computes the area natively (``_pass_alive.cc``; off with
+    ``GOJAX_NATIVE_AREA=0`` and without a C++ compiler)."""
+    return _NATIVE.available()
 
 
 def _components(same_class: jax.Array, nbrs: jax.Array, p: int) -> jax.Array:
@@ -202,6 +229,15 @@ def _calculate_area(
 ) -> jax.Array:
     """``[P]`` int8 result of KataGo's ``calculateArea`` with the given flags."""
     board = jnp.asarray(board, jnp.int8)
+    if native_available() and 2 * 2 <= board.shape[-1] <= 25 * 25:  # the kernel's sizes
+        flags = (safe_big, unsafe_big, non_pass_alive_stones)
+        suicide = jnp.asarray(suicide_legal, jnp.int8)
+        return _batched_area(flags)(board[None], suicide[None])[0]
+    return _area_of_board(board, suicide_legal, safe_big, unsafe_big, non_pass_alive_stones)
+
+
+def _area_of_board(board, suicide_legal, safe_big, unsafe_big, non_pass_alive_stones):
+    """The JAX version of :func:`_calculate_area`, one board."""
     players = jnp.array([1, -1], jnp.int8)
     alive, mark, if_empty = jax.vmap(
         lambda pla: _benson_for_player(
@@ -217,6 +253,43 @@ def _calculate_area(
     if non_pass_alive_stones:
         result = jnp.where(result == 0, board, result)
     return result
+
+
+def _native_area(boards, suicide, *, flags: tuple[bool, bool, bool]):
+    """``[K, P]`` int8 areas of ``boards [K, P]`` (``suicide [K]`` int8): the FFI call on a
+    CPU, the JAX version of each board on other platforms."""
+
+    def on_cpu(boards, suicide):
+        bits = sum(int(flag) << i for i, flag in enumerate(flags))
+        out = jax.ShapeDtypeStruct(boards.shape, jnp.int8)
+        return jax.ffi.ffi_call(_NATIVE_TARGET, out)(boards, suicide, flags=np.int32(bits))
+
+    def elsewhere(boards, suicide):
+        return jax.vmap(lambda b, s: _area_of_board(b, s != 0, *flags))(boards, suicide)
+
+    return jax.lax.platform_dependent(boards, suicide, cpu=on_cpu, default=elsewhere)
+
+
+@functools.cache
+def _batched_area(flags: tuple[bool, bool, bool]):
+    """:func:`_native_area` for ``flags`` as a function whose ``vmap`` (any depth of it) makes
+    one call of all the batch's boards: ``[B, K]`` boards flattened to ``B*K``."""
+
+    @jax.custom_batching.custom_vmap
+    def area(boards, suicide):
+        return _native_area(boards, suicide, flags=flags)
+
+    @area.def_vmap
+    def batched(axis_size, in_batched, boards, suicide):
+        args = [
+            x if is_batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+            for x, is_batched in zip((boards, suicide), in_batched, strict=True)
+        ]
+        k = boards.shape[-2]
+        flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
+        return area(*flat).reshape(axis_size, k, boards.shape[-1]), True
+
+    return area
 
 
 def area_ownership(board: jax.Array, *, multi_stone_suicide_legal: bool = False) -> jax.Array:

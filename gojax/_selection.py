@@ -68,6 +68,42 @@ def forced_visits(priors: jax.Array, visits: jax.Array, k: float) -> jax.Array:
     return jnp.sqrt(k * priors * total)
 
 
+# PUCT's random tie-break (mctx's): this times a uniform draw in [0, 1) on every score.
+TIE_BREAK = 1e-7
+
+
+def tie_break(key, num_actions: int) -> jax.Array:
+    """``[A]`` the tie-break a PUCT rule adds to its scores (mctx's draw, bit for bit)."""
+    return TIE_BREAK * jax.random.uniform(key, (num_actions,))
+
+
+def tie_break_matters(scores: jax.Array, invalid: jax.Array) -> jax.Array:
+    """Whether adding a :func:`tie_break` to ``scores [A]`` can change
+    ``first_argmax(scores, invalid)``: some other valid score within the largest draw of the
+    best one, rounding included (float rounding is monotonic, so ``s + draw`` never exceeds
+    ``s + TIE_BREAK``). A descent draws the tie-break only when some game needs it: the
+    draw of ``A`` uniforms per game and level was two thirds of a PUCT descent's time."""
+    valid = (invalid == 0) & ~jnp.isnan(scores)
+    masked = jnp.where(valid, scores, -jnp.inf)
+    best = jnp.max(masked, axis=-1, keepdims=True)
+    # The best one always reaches its own score: a second one that does is a contender.
+    contenders = valid & (masked + TIE_BREAK >= best)
+    return jnp.sum(contenders, axis=-1) >= 2
+
+
+def puct_scores(
+    tree: Tree, node, depth, *, pb_c_init: float, pb_c_base: float, normalised: bool = True
+) -> tuple[jax.Array, jax.Array]:
+    """``([A] scores, [A] invalid)``: :func:`puct`'s rule before its tie-break (and without
+    the root's forced playouts): the move is ``first_argmax(scores + tie_break, invalid)``."""
+    visits = tree.children_visits[node]
+    priors = jax.nn.softmax(tree.children_prior_logits[node])
+    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
+    exploration = scale * priors / (visits + 1)
+    value = puct_values(tree, node, normalised)
+    return value + exploration, tree.root_invalid_actions * (depth == 0)
+
+
 def puct(
     key,
     tree: Tree,
@@ -88,21 +124,19 @@ def puct(
     chosen before any other; among several such children, the one PUCT
     prefers.
     """
-    visits = tree.children_visits[node]
-    priors = jax.nn.softmax(tree.children_prior_logits[node])
-    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
-    exploration = scale * priors / (visits + 1)
-    value = puct_values(tree, node, normalised)
-    tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
-    invalid = tree.root_invalid_actions * (depth == 0)
+    constants = dict(pb_c_init=pb_c_init, pb_c_base=pb_c_base, normalised=normalised)
+    scores, invalid = puct_scores(tree, node, depth, **constants)
+    scores = scores + tie_break(key, tree.num_actions)
     if forced_playouts:  # static: only the root's rule is built with it
+        visits = tree.children_visits[node]
+        priors = jax.nn.softmax(tree.children_prior_logits[node])
         # An expanded child only: under virtual loss (``gojax._virtual_loss``) a move whose
         # first visit is still pending shows visits, and forcing more descents into it
         # would only make duplicates of that leaf. In a plain tree the two go together.
         expanded = (tree.children_index[node] >= 0) & (visits > 0)
         forced = expanded & (visits < forced_visits(priors, visits, forced_playouts))
         invalid = jnp.where(jnp.any(forced), ~forced, invalid > 0)
-    return first_argmax(value + exploration + tie_break, invalid)
+    return first_argmax(scores, invalid)
 
 
 # KataGo's PUCT constants (its GTP engine's defaults, cpp/program/setup.cpp).
@@ -158,6 +192,42 @@ def katago_puct(
 
     KataGo also weights playouts by their uncertainty; here each counts once.
     """
+    noise_keys = None
+    if wide_root_noise:
+        key, *noise_keys = jax.random.split(key, 3)
+    scores, invalid = katago_scores(
+        tree,
+        node,
+        depth,
+        root_fpu_reduction=root_fpu_reduction,
+        fpu_reduction=fpu_reduction,
+        stdev_scale=stdev_scale,
+        cpuct=cpuct,
+        cpuct_log=cpuct_log,
+        cpuct_base=cpuct_base,
+        wide_root_noise=wide_root_noise,
+        noise_keys=noise_keys,
+    )
+    return first_argmax(scores + tie_break(key, tree.num_actions), invalid)
+
+
+def katago_scores(
+    tree: Tree,
+    node,
+    depth,
+    *,
+    root_fpu_reduction: float,
+    fpu_reduction: float = KATAGO_FPU_REDUCTION,
+    stdev_scale: float = KATAGO_STDEV_SCALE,
+    cpuct: float = KATAGO_CPUCT,
+    cpuct_log: float = KATAGO_CPUCT_LOG,
+    cpuct_base: float = KATAGO_CPUCT_BASE,
+    wide_root_noise: float = 0.0,
+    noise_keys=None,
+) -> tuple[jax.Array, jax.Array]:
+    """``([A] scores, [A] invalid)``: :func:`katago_puct`'s rule before its tie-break: the
+    move is ``first_argmax(scores + tie_break, invalid)``. ``noise_keys``: the two keys of
+    the wide root noise, with ``wide_root_noise`` (a root rule only)."""
     visits = tree.children_visits[node]
     priors = jax.nn.softmax(tree.children_prior_logits[node])
     q = tree.children_rewards[node] + tree.children_discounts[node] * tree.children_values[node]
@@ -188,17 +258,16 @@ def katago_puct(
     value = jnp.where(visits > 0, q, fpu)
     explore = priors
     if wide_root_noise:  # static: only the root's rule is built with it
-        key, key_coin, key_size = jax.random.split(key, 3)
+        key_coin, key_size = noise_keys
         explore = priors ** (1.0 / (4.0 * wide_root_noise + 1.0))
         coin = jax.random.bernoulli(key_coin, 0.5, (tree.num_actions,))
         size = jnp.abs(jax.random.normal(key_size, (tree.num_actions,)))
         value = value + jnp.where(coin, wide_root_noise * size, 0.0)
-    tie_break = 1e-7 * jax.random.uniform(key, (tree.num_actions,))
     # Unlike mctx's rule, an unvisited illegal move would score its first-play urgency:
     # leave the moves with the illegal logit out at every node.
     illegal = tree.children_prior_logits[node] <= ILLEGAL_THRESHOLD
     invalid = illegal | ((tree.root_invalid_actions > 0) & (depth == 0))
-    return first_argmax(value + scale * explore / (visits + 1.0) + tie_break, invalid)
+    return value + scale * explore / (visits + 1.0), invalid
 
 
 def pruned_visits(

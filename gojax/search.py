@@ -474,11 +474,18 @@ def search(
             normalised=config.normalise_values,
         )
         root_rule = functools.partial(rule, depth=0, forced_playouts=config.forced_playouts)
-        rules = _Rules(root_rule, rule)
+        scores = functools.partial(
+            _selection.puct_scores,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+            normalised=config.normalise_values,
+        )
+        rules = _Rules(root_rule, rule, scores)
     elif config.kind == "katago":
         rule = functools.partial(_selection.katago_puct, **config.katago_puct_constants)
         root_rule = functools.partial(rule, depth=0, wide_root_noise=config.wide_root_noise)
-        rules = _Rules(root_rule, rule)
+        scores = functools.partial(_selection.katago_scores, **config.katago_puct_constants)
+        rules = _Rules(root_rule, rule, scores)
     elif config.kind == "gumbel":
         rules = _Rules(
             functools.partial(

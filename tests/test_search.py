@@ -402,6 +402,67 @@ def test_batched_backward_equals_mctx_backward():
         np.testing.assert_array_equal(ours.node_visits[0], tree.node_visits[0])  # root leaf
 
 
+def test_tie_break_matters_only_when_a_draw_can_change_the_choice():
+    from gojax._selection import TIE_BREAK, first_argmax, tie_break_matters
+
+    def matters(scores, invalid=None):
+        scores = jnp.asarray(scores, jnp.float32)
+        invalid = jnp.zeros(scores.shape, bool) if invalid is None else jnp.asarray(invalid)
+        return bool(tie_break_matters(scores, invalid))
+
+    assert matters([0.5, 0.5, 0.1])  # an exact tie
+    assert matters([1.0, 1.0 - 0.5 * TIE_BREAK])  # a near one the draw can flip
+    assert not matters([0.5, 0.4, 0.1])
+    assert not matters([0.5, 0.5, 0.1], [False, True, False])  # the tie is with an invalid move
+    assert not matters([0.5, float("nan"), 0.5], [False, False, True])
+    assert not matters([0.2, 0.2], [True, True])  # nothing to choose
+    # Wherever it says no, every draw (the largest included) leaves the choice alone.
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        base = rng.choice([0.25, 1.0, 1.5])
+        scores = (base + rng.integers(-3, 4, 8) * 1e-7).astype(np.float32)
+        invalid = rng.random(8) < 0.2
+        if matters(scores, invalid):
+            continue
+        plain = int(first_argmax(jnp.asarray(scores), jnp.asarray(invalid)))
+        for draw in (rng.random(8), np.full(8, 1 - 2**-24), np.eye(8)[rng.integers(8)]):
+            noisy = jnp.asarray(scores) + TIE_BREAK * jnp.asarray(draw, jnp.float32)
+            assert int(first_argmax(noisy, jnp.asarray(invalid))) == plain
+
+
+@pytest.mark.parametrize("kind", ["puct", "katago"])
+def test_descent_draws_the_tie_break_lazily_with_the_same_choices(kind):
+    """The batched descent (the tie-break drawn only where it can matter) picks the edges the
+    per-game rule picks, on trees with ties (uniform priors) and without (noisy priors)."""
+    from gojax import _selection
+    from gojax._search_simulation import _Rules, _simulate
+
+    def noisy(states, key):
+        logits = jax.random.normal(key, (states.to_play.shape[0], states.num_actions))
+        return logits, jax.random.uniform(key, states.to_play.shape, minval=-1, maxval=1)
+
+    states = batch(new_game(5, komi=0.5), 6)
+    config = SearchConfig(kind=kind, num_simulations=48, temperature_moves=99)
+    if kind == "puct":
+        rule = functools.partial(_selection.puct, pb_c_init=1.25, pb_c_base=19652.0)
+        scores = functools.partial(_selection.puct_scores, pb_c_init=1.25, pb_c_base=19652.0)
+    else:
+        constants = config.katago_puct_constants
+        rule = functools.partial(_selection.katago_puct, **constants)
+        scores = functools.partial(_selection.katago_scores, **constants)
+    root = functools.partial(rule, depth=0)
+    for evaluator in (UNIFORM, noisy):
+        tree = searcher(evaluator, config)(states, jax.random.key(5)).tree
+        for seed in range(3):
+            keys = jax.random.split(jax.random.key(seed), 6)
+            plain = fast_jit(lambda k, t: _simulate(k, t, _Rules(root, rule), 99))(keys, tree)
+            lazy = fast_jit(lambda k, t: _simulate(k, t, _Rules(root, rule, scores), 99))(
+                keys, tree
+            )
+            np.testing.assert_array_equal(plain[0], lazy[0])
+            np.testing.assert_array_equal(plain[1], lazy[1])
+
+
 # ----------------------------------------------------------------------------
 # Temperature and noise.
 
