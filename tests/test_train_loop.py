@@ -219,6 +219,23 @@ def test_two_processes_with_two_devices_each_train(tmp_path):
     assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
 
 
+@pytest.mark.slow
+def test_two_processes_scan_ladders_through_the_host_callback(tmp_path, monkeypatch):
+    """What a TPU pod slice runs, on a CPU: a 2-process job with KataGo's features whose
+    ladder scans go through the host callback (``GOJAX_NATIVE_LADDERS=host``, the
+    accelerators' path), each process scanning the boards of its own games."""
+    from gojax import _ladders
+
+    if not _ladders.native_available():
+        pytest.skip("no C++ compiler: no native ladder scan to call back")
+    monkeypatch.setenv("GOJAX_NATIVE_LADDERS", "host")
+    outputs = _two_process_train(
+        tmp_path / "run", "--config.model.preset=tiny", "--config.train.total_steps=2"
+    )
+    assert "stopped at step 2 (total_steps), iteration 1, 16 games" in outputs[0][1]
+    assert Checkpointer(tmp_path / "run" / "checkpoints").latest_step() == 2
+
+
 def _process_replay(workdir, step: int, index: int) -> dict[str, np.ndarray]:
     path = workdir / "checkpoints" / "local" / str(step) / f"process-{index}-of-2.npz"
     with np.load(path) as data:
