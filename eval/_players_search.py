@@ -54,6 +54,11 @@ PONDER_PARTS = 16
 # A search that may be stopped (``analyze``'s ``stop``: KataGo's ``_cancellable``
 # commands) runs in this many parts, and looks for the stop between them.
 STOPPABLE_PARTS = 16
+# The after-move rows an analysis evaluates besides the root's: the first of these that
+# holds its listed moves, else ``max_listed``. A search of a few dozen visits lists a
+# handful of moves (9x9 at 64 visits: 5 on average), and 16 rows always were most of the
+# time of a review going back, whose searches the network cache serves.
+LISTED_ROWS = (0, 4, 8)
 
 
 class SearchPlayer:
@@ -334,8 +339,11 @@ class SearchPlayer:
         return tree
 
     def _evaluations(self, state: GoState, actions: list[int], key: jax.Array) -> dict:
-        """Root and after-move evaluations: ``[1 + max_listed]`` rows of each output."""
-        padded = (actions + [state.num_actions - 1] * self.max_listed)[: self.max_listed]
+        """Root and after-move evaluations: ``[1 + K]`` rows of each output, ``K`` the first
+        of ``LISTED_ROWS`` (or ``max_listed``) that holds ``actions``, passes after them."""
+        rows = next((k for k in LISTED_ROWS if k >= len(actions)), self.max_listed)
+        rows = min(rows, self.max_listed)
+        padded = (actions + [state.num_actions - 1] * rows)[:rows]
         out = self._evaluate(self.model.variables, state, jnp.asarray(padded, jnp.int32), key)
         return {k: np.asarray(v) for k, v in out.items()}
 
@@ -561,6 +569,8 @@ class SearchPlayer:
     def warmup(self, state: GoState) -> None:
         state = _live(state)
         self._policy(state, jax.random.key(0))
+        for rows in (*LISTED_ROWS, self.max_listed):  # each size of a move's evaluations
+            self._evaluations(state, [state.num_actions - 1] * rows, jax.random.key(0))
         self.new_game()
         self._searched(state, jax.random.key(0))  # compiles
         self.new_game()

@@ -659,3 +659,33 @@ def test_kata_analyze_reports_each_moves_ownership_as_katago():
     policy = Engine(PolicyPlayer(reference_model(), symmetry=0), size=5, komi=0.5, rules="chinese")
     reply = ask(GTPServer(policy, io.StringIO()), "kata-genmove_analyze b movesOwnership true")
     assert "movesOwnership" not in reply and "info move" in reply
+
+
+def test_an_analysis_evaluates_the_rows_its_listed_moves_need():
+    """The network call beside a search (the root and the positions after its listed
+    moves) evaluates the first of 0, 4, 8 or 16 after-move rows that holds the listed
+    moves, passes after them; a listed move's row is the same whatever the padding."""
+    import jax
+    import numpy as np
+
+    import gojax
+
+    player = SearchPlayer(reference_model(), visits=8, search="katago", symmetry=0)
+    state = gojax.new_game(9, komi=7.0)
+    run = player._evaluate
+    sizes = []
+
+    def counted(variables, state, actions, key):
+        sizes.append(int(actions.shape[0]))
+        return run(variables, state, actions, key)
+
+    player._evaluate = counted
+    key = jax.random.key(0)
+    for listed, rows in ((0, 0), (1, 4), (4, 4), (5, 8), (9, 16), (16, 16)):
+        out = player._evaluations(state, list(range(10, 10 + listed)), key)
+        assert sizes[-1] == rows and out["policy"].shape[0] == 1 + rows
+    few = player._evaluations(state, [10, 20, 30], key)
+    padded = player._evaluations(state, [10, 20, 30] + [state.num_actions - 1] * 13, key)
+    assert sizes[-2:] == [4, 16]
+    for name in ("white_lead", "no_result", "white_score_selfplay", "score_stdev", "policy"):
+        np.testing.assert_allclose(few[name][:4], padded[name][:4], atol=1e-4, err_msg=name)
