@@ -41,7 +41,8 @@ and tree reuse needs to continue from an existing one; it also expands (and
 evaluates) children below finished games. The loop here is mctx's
 ``search`` -- same key splitting, same node numbering, mctx's action
 selection arithmetic and q-transforms (``gojax._selection``, with a faster
-argmax), mctx's ``backward`` arithmetic (batched so that
+argmax, and PUCT's random tie-break drawn below the root only at the levels where it
+can change a choice: the same choices), mctx's ``backward`` arithmetic (batched so that
 it does not carry the whole tree through its loop) -- with three changes:
 it starts from any tree, a game's simulations stop once its root has
 ``num_simulations + 1`` visits (so a reused subtree saves evaluations), and a
