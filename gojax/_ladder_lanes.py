@@ -165,7 +165,7 @@ def _scan_boards_jax(boards, kos, to_play, budgets):
     between the old and new loop state of every board, whole [D, P] stacks included
     (about 1.2 MB a board on 19x19), which cost more than the search itself. Under
     ``vmap`` (any depth of it) the boards of the whole batch are flattened into one
-    such loop, see ``gojax._ladders._batched_scans``.
+    such loop, see ``gojax._native.batched_calls``.
     """
     roots = jax.vmap(_root)(boards, kos, to_play, budgets)
     lanes = _num_lanes(boards.shape[0])

@@ -105,7 +105,6 @@ import ctypes
 import itertools
 import os
 import threading
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -118,7 +117,7 @@ from gojax._ladder_lanes import _scan_in_order as _scan_in_order
 from gojax._ladder_search import LADDER_SEARCH_BUDGET
 from gojax._ladder_search import _root as _root
 from gojax._ladder_search import stack_limit as stack_limit
-from gojax._native import Kernel
+from gojax._native import Kernel, batched_calls
 
 # The same scans as native code (``_ladders.cc``): on CPUs as an XLA FFI call, on accelerators
 # on their host through a callback. One board after another, each search a depth-first walk,
@@ -271,35 +270,12 @@ def _scan_boards_anywhere(boards, kos, to_play, budgets):
     )
 
 
-def _batched_scans(scan: Callable) -> Callable:
-    """``scan`` of ``[K]`` boards as a function whose ``vmap`` (any depth of it) runs one
-    ``scan`` of all the batch's boards: the ``[B, K]`` boards flattened to ``B*K``."""
-
-    @jax.custom_batching.custom_vmap
-    def scan_boards(boards, kos, to_play, budgets):
-        return scan(boards, kos, to_play, budgets)
-
-    @scan_boards.def_vmap
-    def batched(axis_size, in_batched, boards, kos, to_play, budgets):
-        args = [
-            x if is_batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-            for x, is_batched in zip((boards, kos, to_play, budgets), in_batched, strict=True)
-        ]
-        k = boards.shape[-2]
-        flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
-        laddered, working = scan_boards(*flat)  # itself again: an outer vmap flattens too
-        p = boards.shape[-1]
-        return (laddered.reshape(axis_size, k, p), working.reshape(axis_size, k, p)), (True, True)
-
-    return scan_boards
-
-
 # One batched scan for each way of scanning (``_scan_boards`` picks): each keeps its own
 # traces, whatever JAX caches of them.
 _SCANS = {
-    "native": _batched_scans(_scan_boards_anywhere),
-    "host": _batched_scans(_scan_boards_host),
-    "loop": _batched_scans(_scan_boards_jax),
+    "native": batched_calls(_scan_boards_anywhere),
+    "host": batched_calls(_scan_boards_host),
+    "loop": batched_calls(_scan_boards_jax),
 }
 
 

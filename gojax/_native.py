@@ -22,9 +22,11 @@ import platform
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-w")
 _log = logging.getLogger(__name__)
@@ -144,3 +146,28 @@ class Kernel:
         """The loaded library, for its plain C entry points (called through ``ctypes``);
         ``None`` where :meth:`available` is False."""
         return self._state.get("library") if self.available() else None
+
+
+def batched_calls(call: Callable) -> Callable:
+    """``call`` of arrays that share a leading axis ``K`` (a kernel's boards), as a function
+    whose ``vmap``, of any depth, still makes one ``call``: the ``[B, K, ...]`` arrays
+    (unbatched ones broadcast) flattened to ``[B * K, ...]`` and every output reshaped
+    back, so that a kernel gets all of a batch's boards at once (shared out over threads)
+    rather than one board at a time."""
+
+    @jax.custom_batching.custom_vmap
+    def one_call(*args):
+        return call(*args)
+
+    @one_call.def_vmap
+    def batched(axis_size, in_batched, *args):
+        args = [
+            x if is_batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
+            for x, is_batched in zip(args, in_batched, strict=True)
+        ]
+        k = args[0].shape[1]
+        out = one_call(*(x.reshape((axis_size * k,) + x.shape[2:]) for x in args))
+        out = jax.tree.map(lambda y: y.reshape((axis_size, k) + y.shape[1:]), out)
+        return out, jax.tree.map(lambda _: True, out)  # itself again: an outer vmap flattens too
+
+    return one_call

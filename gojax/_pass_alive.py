@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gojax._board import neighbor_table
-from gojax._native import Kernel
+from gojax._native import Kernel, batched_calls
 
 __all__ = ["area_ownership", "native_available", "pass_alive"]
 
@@ -272,24 +272,8 @@ def _native_area(boards, suicide, *, flags: tuple[bool, bool, bool]):
 
 @functools.cache
 def _batched_area(flags: tuple[bool, bool, bool]):
-    """:func:`_native_area` for ``flags`` as a function whose ``vmap`` (any depth of it) makes
-    one call of all the batch's boards: ``[B, K]`` boards flattened to ``B*K``."""
-
-    @jax.custom_batching.custom_vmap
-    def area(boards, suicide):
-        return _native_area(boards, suicide, flags=flags)
-
-    @area.def_vmap
-    def batched(axis_size, in_batched, boards, suicide):
-        args = [
-            x if is_batched else jnp.broadcast_to(x, (axis_size,) + x.shape)
-            for x, is_batched in zip((boards, suicide), in_batched, strict=True)
-        ]
-        k = boards.shape[-2]
-        flat = [x.reshape((axis_size * k,) + x.shape[2:]) for x in args]
-        return area(*flat).reshape(axis_size, k, boards.shape[-1]), True
-
-    return area
+    """:func:`_native_area` for ``flags``, one call for a ``vmap``'s boards."""
+    return batched_calls(functools.partial(_native_area, flags=flags))
 
 
 def area_ownership(board: jax.Array, *, multi_stone_suicide_legal: bool = False) -> jax.Array:

@@ -91,17 +91,22 @@ def tie_break_matters(scores: jax.Array, invalid: jax.Array) -> jax.Array:
     return jnp.sum(contenders, axis=-1) >= 2
 
 
+def _puct_terms(tree: Tree, node, pb_c_init: float, pb_c_base: float, normalised: bool):
+    """``([A] value + exploration, [A] priors, [A] visits)`` of PUCT at ``node``."""
+    visits = tree.children_visits[node]
+    priors = jax.nn.softmax(tree.children_prior_logits[node])
+    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
+    exploration = scale * priors / (visits + 1)
+    return puct_values(tree, node, normalised) + exploration, priors, visits
+
+
 def puct_scores(
     tree: Tree, node, depth, *, pb_c_init: float, pb_c_base: float, normalised: bool = True
 ) -> tuple[jax.Array, jax.Array]:
     """``([A] scores, [A] invalid)``: :func:`puct`'s rule before its tie-break (and without
     the root's forced playouts): the move is ``first_argmax(scores + tie_break, invalid)``."""
-    visits = tree.children_visits[node]
-    priors = jax.nn.softmax(tree.children_prior_logits[node])
-    scale = _exploration_scale(tree, node, pb_c_init, pb_c_base)
-    exploration = scale * priors / (visits + 1)
-    value = puct_values(tree, node, normalised)
-    return value + exploration, tree.root_invalid_actions * (depth == 0)
+    scores, _, _ = _puct_terms(tree, node, pb_c_init, pb_c_base, normalised)
+    return scores, tree.root_invalid_actions * (depth == 0)
 
 
 def puct(
@@ -124,12 +129,10 @@ def puct(
     chosen before any other; among several such children, the one PUCT
     prefers.
     """
-    constants = dict(pb_c_init=pb_c_init, pb_c_base=pb_c_base, normalised=normalised)
-    scores, invalid = puct_scores(tree, node, depth, **constants)
+    scores, priors, visits = _puct_terms(tree, node, pb_c_init, pb_c_base, normalised)
     scores = scores + tie_break(key, tree.num_actions)
+    invalid = tree.root_invalid_actions * (depth == 0)
     if forced_playouts:  # static: only the root's rule is built with it
-        visits = tree.children_visits[node]
-        priors = jax.nn.softmax(tree.children_prior_logits[node])
         # An expanded child only: under virtual loss (``gojax._virtual_loss``) a move whose
         # first visit is still pending shows visits, and forcing more descents into it
         # would only make duplicates of that leaf. In a plain tree the two go together.
@@ -150,20 +153,7 @@ KATAGO_FPU_REDUCTION = 0.2  # fpuReductionMax (the root's is an argument: 0.1, 0
 KATAGO_FPU_PARENT_POW = 2.0  # fpuParentWeightByVisitedPolicyPow
 
 
-def katago_puct(
-    key,
-    tree: Tree,
-    node,
-    depth,
-    *,
-    root_fpu_reduction: float,
-    fpu_reduction: float = KATAGO_FPU_REDUCTION,
-    stdev_scale: float = KATAGO_STDEV_SCALE,
-    cpuct: float = KATAGO_CPUCT,
-    cpuct_log: float = KATAGO_CPUCT_LOG,
-    cpuct_base: float = KATAGO_CPUCT_BASE,
-    wide_root_noise: float = 0.0,
-) -> jax.Array:
+def katago_puct(key, tree: Tree, node, depth, *, wide_root_noise: float = 0.0, **constants):
     """KataGo's PUCT selection (``Search::selectBestChildToDescend``) on raw utilities.
 
     ``U + c(N) * sqrt(N + 0.01) * f * P / (1 + n)`` over the children, with
@@ -182,7 +172,9 @@ def katago_puct(
       with the weight of two visits -- noisy positions explore more, settled
       ones less; 0 turns this off.
 
-    The defaults are KataGo's GTP engine's (the ``KATAGO_*`` constants).
+    ``constants``: ``root_fpu_reduction`` (required), ``fpu_reduction``, ``stdev_scale``,
+    ``cpuct``, ``cpuct_log`` and ``cpuct_base``, as :func:`katago_scores` takes them; the
+    defaults are KataGo's GTP engine's (the ``KATAGO_*`` constants).
 
     ``wide_root_noise = w > 0`` (a root rule only: KataGo's ``wideRootNoise``):
     ``P`` in the exploration term becomes ``P ** (1 / (4 w + 1))`` (flatter, not
@@ -196,17 +188,7 @@ def katago_puct(
     if wide_root_noise:
         key, *noise_keys = jax.random.split(key, 3)
     scores, invalid = katago_scores(
-        tree,
-        node,
-        depth,
-        root_fpu_reduction=root_fpu_reduction,
-        fpu_reduction=fpu_reduction,
-        stdev_scale=stdev_scale,
-        cpuct=cpuct,
-        cpuct_log=cpuct_log,
-        cpuct_base=cpuct_base,
-        wide_root_noise=wide_root_noise,
-        noise_keys=noise_keys,
+        tree, node, depth, wide_root_noise=wide_root_noise, noise_keys=noise_keys, **constants
     )
     return first_argmax(scores + tie_break(key, tree.num_actions), invalid)
 
