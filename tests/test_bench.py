@@ -220,3 +220,14 @@ def test_one_game_bench_times_katagos_engine_on_the_same_position(tmp_path, monk
     assert searches and all(c == "kata-search B" for c in searches)  # Black after 6 moves
     # every search follows a clear_cache (a timed search has no tree and no cache)
     assert all(commands[i - 1] == "clear_cache" for i, c in enumerate(commands) if c in searches)
+
+
+@pytest.mark.slow  # four self-play programs compiled: a minute and a half
+def test_slots_bench_plays_whole_games_at_each_slot_count():
+    rows = run_bench("selfplay_slots.py")["rows"]
+    assert [(r["games"], r["slots"]) for r in rows] == [(4, 4), (4, 2)]
+    for r in rows:
+        # 5x5 capped at 12 moves: every game whole, each call the same work.
+        assert r["positions"] == 4 * r["mean_game_length"] and r["longest_game"] <= 12
+        assert r["fill"] == pytest.approx(r["whole_moves_per_s"] / r["busy_moves_per_s"])
+    assert rows[0]["speedup"] == 1.0

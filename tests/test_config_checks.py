@@ -50,6 +50,7 @@ from train.value_network import VALUE_RANGES
         ("--config.learner.lr_drop_factor=0.0", "learner.lr_drop_factor"),
         ("--config.selfplay.dirichlet_fraction=1.5", "selfplay.dirichlet_fraction"),
         ("--config.replay.min_size=999999", "replay.min_size"),
+        ("--config.selfplay.num_slots=999", "selfplay.num_slots"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_is_written(
@@ -61,6 +62,19 @@ def test_a_bad_value_is_one_line_and_exit_2_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--config.{key}=" in err[0] and "must be" in err[0], err
     assert not workdir.exists()
+
+
+def test_slots_below_the_games_only_for_whole_games():
+    config = tiny_config()
+    config.selfplay.num_slots = config.selfplay.num_games // 2
+    check_run_config(config)  # whole games (num_steps 0): fine
+    config.selfplay.num_steps = 5
+    with pytest.raises(ValueError, match=r"^--config\.selfplay\.num_slots=4: .*whole games"):
+        check_run_config(config)
+    config.selfplay.num_steps = 0
+    config.selfplay.num_slots, config.selfplay.num_devices = 2, 4  # 8 games split, 2 slots not
+    with pytest.raises(ValueError, match=r"^--config\.selfplay\.num_slots=2: .*num_devices"):
+        check_run_config(config)
 
 
 # Each command: its default config made valid as cheaply as possible, its check, its table.

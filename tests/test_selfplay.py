@@ -232,6 +232,77 @@ def test_sgf_round_trip(main_run, tmp_path):
         assert record.result.endswith("+R") == bool(traj.resigned[b])
 
 
+# Whole games on fewer slots than games: each slot plays game after game.
+REFILL = SelfPlayConfig(
+    size=5,
+    komi=0.5,
+    num_games=20,
+    num_slots=4,
+    max_moves=40,
+    search=SearchConfig(kind="puct", num_simulations=4),
+    resign_threshold=0.8,
+    no_resign_fraction=0.5,
+    fast_simulations=2,
+    full_search_prob=0.3,
+)
+
+
+@pytest.fixture(scope="module")
+def refill_run():
+    traj, stats = play_games(area_value, agz_encode, None, jax.random.PRNGKey(11), REFILL)
+    return jax.device_get(traj), stats
+
+
+def test_slots_play_every_game_whole(refill_run):
+    """20 games on 4 slots: every game is a whole, legal game from the empty board, its
+    records in its own rows in move order (the inputs are its positions'), whatever slot
+    played it and whenever it began."""
+    traj, stats = refill_run
+    g, t = REFILL.num_games, REFILL.steps
+    assert traj.action.shape == (t, g) and traj.final_board.shape == (g, REFILL.size**2)
+    assert np.asarray(traj.finished).all() and stats["games_finished"] == g
+    valid = np.asarray(traj.valid)
+    lengths = np.asarray(traj.length)
+    resigned = np.asarray(traj.resigned) != 0
+    assert resigned.any() and (~resigned).any()
+    for b in range(g):
+        steps = int(valid[:, b].sum())
+        assert valid[:steps, b].all() and steps == lengths[b] + resigned[b]
+        np.testing.assert_array_equal(
+            traj.to_play[:steps, b], np.where(np.arange(steps) % 2, -1, 1)
+        )
+        actions = played(traj, b)
+        final, was_legal = replay_game(actions, REFILL)
+        assert was_legal.all() and len(actions) == lengths[b]
+        np.testing.assert_array_equal(np.asarray(final.board), traj.final_board[b])
+        assert resigned[b] or bool(final.terminated)
+        # The inputs at each row are the encoding of the game's position there.
+        state = REFILL.new_game()
+        for m in range(steps):
+            want = np.asarray(agz_encode(jax.tree.map(lambda x: x[None], state)))[0]
+            np.testing.assert_array_equal(traj.inputs[m, b], want, err_msg=f"game {b} move {m}")
+            if m < len(actions):
+                state = gojax.play(state, actions[m])
+    # The games differ (each slot's later games are new games, not replays of its first).
+    assert len({tuple(played(traj, b)) for b in range(g)}) > g // 2
+    assert not (np.asarray(traj.policy_mask) & ~valid).any()
+    assert stats["positions"] == valid.sum()
+
+
+def test_slots_settings_checked():
+    with pytest.raises(ValueError, match="num_slots must be in 1..num_games=8, not 9"):
+        SelfPlayConfig(num_games=8, num_slots=9)
+    with pytest.raises(ValueError, match="plays whole games: num_steps must be None"):
+        SelfPlayConfig(num_games=8, num_slots=4, num_steps=10)
+    with pytest.raises(ValueError, match="num_slots=3 must be a multiple of num_devices=2"):
+        SelfPlayConfig(num_games=8, num_slots=3, num_devices=2)
+    assert SelfPlayConfig(num_games=8).slots == 8
+    assert SelfPlayConfig(num_games=8, num_slots=2).slots == 2
+    # Devices: the most that divide both the games and the slots.
+    local = jax.local_devices()
+    assert selfplay_devices(SelfPlayConfig(num_games=8, num_slots=1)) == local[:1]
+
+
 def test_ownership_function():
     board = np.zeros(25, np.int8)
     board[[2, 7, 12, 17, 22]] = 1  # a black wall down the middle column
@@ -305,6 +376,17 @@ TWO_DEVICES = textwrap.dedent(
         want = np.concatenate([getattr(p, name) for p in parts], axis=axis)
         np.testing.assert_array_equal(getattr(got, name), want, err_msg=name)
     assert stats["games"] == 6 and stats["games_finished"] >= 1
+    # With slots: each device plays its half of the games on its half of the slots.
+    slotted = dataclasses.replace(config, num_games=8, num_slots=4)
+    got = jax.device_get(play_games(area_value, agz_encode, None, key, slotted)[0])
+    half = dataclasses.replace(slotted, num_games=4, num_slots=2, num_devices=1)
+    parts = [jax.device_get(_play_jit(area_value, agz_encode, None, jax.random.fold_in(key, i),
+                                      half)) for i in range(2)]
+    for name in ("action", "inputs", "winner", "length"):
+        axis = 0 if name in ("winner", "length") else 1
+        want = np.concatenate([getattr(p, name) for p in parts], axis=axis)
+        np.testing.assert_array_equal(getattr(got, name), want, err_msg=name)
+    assert np.asarray(got.finished).all()
     print("two devices play each shard's games")
     """
 )

@@ -85,6 +85,12 @@ def default_config() -> ml_collections.ConfigDict:
         dict(
             num_games=64,
             num_steps=0,
+            # Games in play at once, the batch each step searches: a game that ends
+            # frees its slot for the next of the iteration's num_games, so the batch
+            # stays full of running games. 0: num_games (each game its own slot; a
+            # slot whose game ended idles until the longest one ends). Below
+            # num_games only for whole games (num_steps 0).
+            num_slots=0,
             search_kind="puct",
             num_simulations=32,
             pb_c_init=1.25,

@@ -96,6 +96,7 @@ def selfplay_config(config: ml_collections.ConfigDict) -> SelfPlayConfig:
         komi=b.komi,
         rules=b.rules,
         num_games=s.num_games,
+        num_slots=s.num_slots or None,
         max_moves=b.max_moves or None,
         num_steps=s.num_steps or None,
         search=_search_config(s),

@@ -83,6 +83,7 @@ AT_LEAST_ZERO = (
     "seed",
     "board.max_moves",
     "selfplay.num_steps",
+    "selfplay.num_slots",
     "selfplay.fast_simulations",
     "selfplay.temperature_moves",
     "selfplay.num_devices",
@@ -290,6 +291,24 @@ def check_multiple(config: ml_collections.ConfigDict, key: str, devices_key: str
         raise bad_value(key, value, f"a multiple of {devices_key} ({devices}): split over devices")
 
 
+def check_slots(config: ml_collections.ConfigDict) -> None:
+    """``selfplay.num_slots``: 0, or at most ``num_games``, and below it only for whole
+    games (``num_steps`` 0)."""
+    slots = get_key(config, "selfplay.num_slots")
+    games, steps = get_key(config, "selfplay.num_games"), get_key(config, "selfplay.num_steps")
+    if not (is_int(slots) and is_int(games) and is_int(steps)) or slots == 0:
+        return
+    if slots > games:
+        raise bad_value("selfplay.num_slots", slots, f"0 or at most selfplay.num_games ({games})")
+    if slots < games and steps:
+        raise bad_value(
+            "selfplay.num_slots",
+            slots,
+            f"0 or selfplay.num_games ({games}) with selfplay.num_steps set: slots play "
+            "whole games",
+        )
+
+
 def check_board(config: ml_collections.ConfigDict) -> None:
     """``board.size`` (an integer in 2..25), ``board.komi`` (finite), ``board.rules``."""
     size = get_key(config, "board.size")
@@ -352,6 +371,8 @@ def check_run_config(config: ml_collections.ConfigDict) -> None:
             if not is_number(value) or not math.isfinite(value):
                 raise bad_value(key, value, "a finite number, or None")
     check_multiple(config, "selfplay.num_games", "selfplay.num_devices")
+    check_multiple(config, "selfplay.num_slots", "selfplay.num_devices")
+    check_slots(config)
     capacity, min_size = get_key(config, "replay.capacity"), get_key(config, "replay.min_size")
     if is_int(capacity) and is_int(min_size) and min_size > capacity:
         raise bad_value("replay.min_size", min_size, f"at most replay.capacity ({capacity})")

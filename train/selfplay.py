@@ -1,8 +1,12 @@
-"""Self-play: B games of T moves as one jitted ``lax.scan``, with training targets.
+"""Self-play: G games on S slots as one jitted loop, with training targets.
 
-Every step searches all ``B`` positions (``gojax.search.search``), plays the
-chosen moves and records what the learner needs. Games that end early keep
-stepping as no-ops: their rows have ``valid = False``. At the end every
+Every step searches the positions of all ``S`` slots as one batch
+(``gojax.search.search``), plays the chosen moves and records what the learner
+needs, in the row of each game at its move number. A game that ends frees its
+slot for the next game not yet begun (``SelfPlayConfig.num_slots``), so the
+batch stays full of running games while they end at different lengths; with
+``S = G`` (the default) each game has its slot from start to end and a slot
+whose game ended idles, searched but not recorded. At the end every
 recorded move of a finished game gets its targets from the final position:
 the outcome ``z``, the score margin and the Tromp-Taylor ownership, each from
 the point of view of the player who was to move.
@@ -92,10 +96,16 @@ class SelfPlayConfig:
       size: board side.
       komi: points given to White.
       rules: a ``gojax`` rule preset name.
-      num_games: ``B``, games played in parallel.
+      num_games: ``G``, games played per call.
+      num_slots: ``S``, games in play at once: the batch every step searches. A game
+        that ends frees its slot for the next game not yet begun, so that the batch
+        stays full while games of different lengths end (a slot of a finished game
+        would otherwise be searched, for nothing, until the longest game ends). None:
+        ``num_games`` (each game its own slot, from the first step to the last).
+        ``S < G`` plays whole games (``num_steps`` None).
       max_moves: the game's move cap (passes count); the game ends there and
         is scored. None: ``2 * size * size`` (gojax's default).
-      num_steps: ``T``, scan steps; games still running after ``T`` moves are
+      num_steps: ``T``, steps; games still running after ``T`` moves are
         unfinished and get no targets. None: ``max_moves`` (every game ends).
       search: the search for every move (the full search under playout-cap
         randomisation).
@@ -119,6 +129,7 @@ class SelfPlayConfig:
     komi: float = 7.0
     rules: str = "tromp-taylor"
     num_games: int = 64
+    num_slots: int | None = None
     max_moves: int | None = None
     num_steps: int | None = None
     search: SearchConfig = SearchConfig(kind="puct", num_simulations=64)
@@ -131,6 +142,15 @@ class SelfPlayConfig:
     def __post_init__(self) -> None:
         if self.num_games < 1:
             raise ValueError(f"num_games must be >= 1, not {self.num_games}")
+        if self.num_slots is not None and not 1 <= self.num_slots <= self.num_games:
+            raise ValueError(
+                f"num_slots must be in 1..num_games={self.num_games}, not {self.num_slots}"
+            )
+        if self.slots < self.num_games and self.num_steps is not None:
+            raise ValueError(
+                f"num_slots={self.num_slots} < num_games plays whole games: num_steps must "
+                f"be None, not {self.num_steps}"
+            )
         if self.num_steps is not None and self.num_steps < 1:
             raise ValueError(f"num_steps must be >= 1, not {self.num_steps}")
         if self.resign_threshold is not None and not 0.0 < self.resign_threshold <= 1.0:
@@ -143,10 +163,11 @@ class SelfPlayConfig:
             raise ValueError(f"full_search_prob must be in [0, 1], not {self.full_search_prob}")
         if self.num_devices < 0:
             raise ValueError(f"num_devices must be >= 0, not {self.num_devices}")
-        if self.num_devices > 1 and self.num_games % self.num_devices:
-            raise ValueError(
-                f"num_games={self.num_games} must be a multiple of num_devices={self.num_devices}"
-            )
+        for name, count in (("num_games", self.num_games), ("num_slots", self.slots)):
+            if self.num_devices > 1 and count % self.num_devices:
+                raise ValueError(
+                    f"{name}={count} must be a multiple of num_devices={self.num_devices}"
+                )
 
     @property
     def game_max_moves(self) -> int:
@@ -154,9 +175,23 @@ class SelfPlayConfig:
         return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
 
     @property
+    def slots(self) -> int:
+        """``S``, the games in play at once."""
+        return self.num_slots if self.num_slots is not None else self.num_games
+
+    @property
     def steps(self) -> int:
-        """``T``, the number of scan steps."""
+        """``T``, the moves a game's records hold."""
         return self.num_steps if self.num_steps is not None else self.game_max_moves
+
+    @property
+    def loop_steps(self) -> int:
+        """A bound on the steps of a call, never reached but as ``num_steps``: while
+        games wait for a slot every slot plays, and all the games' steps number at most
+        ``G * max_moves``; the last games then end within ``max_moves`` steps."""
+        if self.slots == self.num_games:
+            return self.steps
+        return -(-self.num_games * self.game_max_moves // self.slots) + self.game_max_moves
 
     def new_game(self) -> gojax.GoState:
         """One empty board with these rules."""
@@ -167,9 +202,10 @@ class SelfPlayConfig:
 
 @flax.struct.dataclass
 class Trajectories:
-    """``B`` self-play games of ``T`` steps, time-major (``A = P + 1``, ``P = size**2``).
+    """``B`` self-play games of up to ``T`` moves, time-major (``A = P + 1``, ``P = size**2``).
 
-    Per step and game (``[T, B, ...]``); "mover" is the player to move there:
+    Per move number and game (``[T, B, ...]``; ``B`` is ``SelfPlayConfig.num_games``,
+    whatever slots played them); "mover" is the player to move there:
     """
 
     inputs: Any  # pytree, leaves [T, B, ...]: encode_fn of the position before the move
@@ -298,6 +334,18 @@ def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     return out.action, weights, out.root_value, best_q, out.root_score
 
 
+def _scatter(buffers: Any, rows: jax.Array, cols: jax.Array, values: Any) -> Any:
+    """``buffers[rows[s], cols[s]] = values[s]`` for each slot ``s`` (a pytree of
+    ``[R, C, ...]`` buffers and ``[S, ...]`` values); out-of-range rows or columns are
+    dropped, which is how an idle slot writes nothing."""
+    return jax.tree.map(lambda b, v: b.at[rows, cols].set(v, mode="drop"), buffers, values)
+
+
+def _put(buffers: Any, index: jax.Array, values: Any) -> Any:
+    """``buffers[index[s]] = values[s]`` (``[G, ...]`` buffers); out of range: dropped."""
+    return jax.tree.map(lambda b, v: b.at[index].set(v, mode="drop"), buffers, values)
+
+
 def _play(
     evaluator_fn: EvaluatorFn,
     encode_fn: EncodeFn,
@@ -305,69 +353,122 @@ def _play(
     key: jax.Array,
     config,
 ) -> Trajectories:
-    batch, size = config.num_games, config.size
+    """``config.num_games`` games on ``config.slots`` slots (see ``SelfPlayConfig.num_slots``).
+
+    Each step searches every slot's position as one batch and plays the moves. A game
+    that ends frees its slot, which starts the next game not yet begun (none once all
+    have begun: the slot idles, still searched, as the batch's shape is fixed). The
+    step's records go straight to the game's own row, at its move number, so the
+    trajectories are per game whatever slot played them. The loop stops when every
+    game has ended (or, with ``num_steps``, after that many steps).
+    """
+    games, slots, size = config.num_games, config.slots, config.size
     key_resign, key_steps = jax.random.split(key)
     evaluator = evaluator_fn(variables)
-    states = jax.vmap(lambda _: config.new_game())(jnp.arange(batch))
-    no_resign = jax.random.uniform(key_resign, (batch,)) < config.no_resign_fraction
+    fresh = config.new_game()
+    no_resign = jax.random.uniform(key_resign, (games,)) < config.no_resign_fraction
     full_config = config.search
     fast_config = None
     if config.fast_simulations is not None:
         fast_config = fast_search(full_config, config.fast_simulations)
 
-    def step(carry, t):
-        states, resigned, would_resign = carry
+    def new_games(n: int) -> gojax.GoState:
+        return jax.vmap(lambda _: fresh)(jnp.arange(n))
+
+    def search_step(states, t):
+        """The step's searches of all ``S`` slots and what the records need of them."""
         key_t = jax.random.fold_in(key_steps, t)
         key_search, key_cap = jax.random.split(key_t)
-        active = ~states.terminated & (resigned == 0)
-        inputs = encode_fn(states)
         if fast_config is None:
-            full = jnp.asarray(True)
-            action, weights, root_value, best_q, root_score = _search_summary(
-                evaluator, states, key_search, full_config
-            )
-        else:
-            full = jax.random.uniform(key_cap) < config.full_search_prob
-            action, weights, root_value, best_q, root_score = jax.lax.cond(
-                full,
-                lambda: _search_summary(evaluator, states, key_search, full_config),
-                lambda: _search_summary(evaluator, states, key_search, fast_config),
-            )
+            return jnp.asarray(True), _search_summary(evaluator, states, key_search, full_config)
+        full = jax.random.uniform(key_cap) < config.full_search_prob
+        summary = jax.lax.cond(
+            full,
+            lambda: _search_summary(evaluator, states, key_search, full_config),
+            lambda: _search_summary(evaluator, states, key_search, fast_config),
+        )
+        return full, summary
+
+    def body(carry):
+        t, states, game, next_game, resigned, would_resign, rec, ends = carry
+        active = game < games  # the slot holds a running game
+        slot_no_resign = no_resign[jnp.minimum(game, games - 1)]
+        inputs = encode_fn(states)
+        full, (action, weights, root_value, best_q, root_score) = search_step(states, t)
         to_play = states.to_play
         if config.resign_threshold is None:
-            hopeless = jnp.zeros((batch,), bool)
+            hopeless = jnp.zeros((slots,), bool)
         else:
             limit = -config.resign_threshold
             hopeless = active & (root_value < limit) & (best_q < limit)
-        resign_now = hopeless & ~no_resign
+        resign_now = hopeless & ~slot_no_resign
         resigned = jnp.where(resign_now, to_play, resigned)
-        would_resign = jnp.where(hopeless & no_resign & (would_resign == 0), to_play, would_resign)
-        moves = active & ~resign_now
-        states = _select(moves, jax.vmap(gojax.play)(states, action), states)
-        record = dict(
-            inputs=inputs,
-            policy=weights,
-            policy_mask=active & full,
-            to_play=to_play,
-            action=jnp.where(moves, action, -1).astype(jnp.int32),
-            valid=active,
-            root_value=root_value,
-            root_score=root_score,
+        would_resign = jnp.where(
+            hopeless & slot_no_resign & (would_resign == 0), to_play, would_resign
         )
-        return (states, resigned, would_resign), record
+        moves = active & ~resign_now
+        row = jnp.where(active, states.move_number, config.steps)  # idle: dropped
+        rec = _scatter(
+            rec,
+            row,
+            game,
+            dict(
+                inputs=inputs,
+                policy=weights,
+                policy_mask=active & full,
+                to_play=to_play,
+                action=jnp.where(moves, action, -1).astype(jnp.int32),
+                valid=active,
+                root_value=root_value,
+                root_score=root_score,
+            ),
+        )
+        states = _select(moves, jax.vmap(gojax.play)(states, action), states)
+        # Games that ended: their last position and resignations go to their own row,
+        # and the slot starts the next game not yet begun (if any).
+        ended = active & (states.terminated | (resigned != 0))
+        ends = _put(ends, jnp.where(ended, game, games), (states, resigned, would_resign))
+        number = next_game + jnp.cumsum(ended) - ended  # the ended slots' next games
+        refill = ended & (number < games)
+        game = jnp.where(refill, number, jnp.where(ended, games, game))
+        next_game = jnp.minimum(next_game + jnp.sum(ended), games)
+        states = _select(refill, new_games(slots), states)
+        resigned = jnp.where(refill, 0, resigned).astype(jnp.int8)
+        would_resign = jnp.where(refill, 0, would_resign).astype(jnp.int8)
+        return t + 1, states, game, next_game, resigned, would_resign, rec, ends
 
-    zeros = jnp.zeros((batch,), jnp.int8)
-    (states, resigned, would_resign), rec = jax.lax.scan(
-        step, (states, zeros, zeros), jnp.arange(config.steps)
+    def cond(carry):
+        t, game = carry[0], carry[2]
+        return (t < config.loop_steps) & jnp.any(game < games)
+
+    # Records of every game at each of its moves ([T, G, ...]; -1 = no move there).
+    spec = jax.eval_shape(lambda s: encode_fn(s), new_games(slots))
+    rows = (config.steps, games)
+    rec = dict(
+        inputs=jax.tree.map(lambda x: jnp.zeros(rows + x.shape[1:], x.dtype), spec),
+        policy=jnp.zeros(rows + (size * size + 1,), jnp.float32),
+        policy_mask=jnp.zeros(rows, bool),
+        to_play=jnp.zeros(rows, jnp.int8),
+        action=jnp.full(rows, -1, jnp.int32),
+        valid=jnp.zeros(rows, bool),
+        root_value=jnp.zeros(rows, jnp.float32),
+        root_score=jnp.zeros(rows, jnp.float32),
     )
+    zeros = jnp.zeros((slots,), jnp.int8)
+    ends = (new_games(games), jnp.zeros((games,), jnp.int8), jnp.zeros((games,), jnp.int8))
+    first = jnp.arange(slots, dtype=jnp.int32)  # slot s starts game s (slots <= games)
+    carry = (jnp.int32(0), new_games(slots), first, jnp.int32(slots), zeros, zeros, rec, ends)
+    _, states, game, _, resigned, would_resign, rec, ends = jax.lax.while_loop(cond, body, carry)
+    # Games cut off by num_steps: where they stood.
+    states, resigned, would_resign = _put(ends, game, (states, resigned, would_resign))
 
-    final_score = jax.vmap(gojax.score)(states)  # [B]
+    final_score = jax.vmap(gojax.score)(states)  # [G]
     by_score = jnp.sign(final_score).astype(jnp.int8)
     finished = states.terminated | (resigned != 0)
     winner = jnp.where(resigned != 0, -resigned, by_score)
     winner = jnp.where(finished, winner, 0).astype(jnp.int8)
-    owner = jax.vmap(ownership, in_axes=(0, None))(states.board, size)  # [B, P] Black's view
-    mover = rec["to_play"]  # [T, B]
+    owner = jax.vmap(ownership, in_axes=(0, None))(states.board, size)  # [G, P] Black's view
+    mover = rec["to_play"]  # [T, G]
     value_mask = rec["valid"] & finished[None]
     td = functools.partial(td_targets, valid=rec["valid"], to_play=mover, area=size * size)
     return Trajectories(
@@ -406,7 +507,9 @@ def selfplay_devices(config: SelfPlayConfig) -> list[jax.Device]:
         )
     if config.num_devices:
         return local[: config.num_devices]
-    count = max(n for n in range(1, len(local) + 1) if config.num_games % n == 0)
+    count = max(
+        n for n in range(1, len(local) + 1) if config.num_games % n == 0 and config.slots % n == 0
+    )
     return local[:count]
 
 
@@ -416,7 +519,12 @@ def _sharded_play(evaluator_fn, encode_fn, config: SelfPlayConfig, devices: tupl
     ``shard_map``: no communication, each device runs the single-device program on its
     games. Outputs are global arrays split along the games axis."""
     mesh = jax.sharding.Mesh(np.asarray(devices), (GAMES_AXIS,))
-    shard = dataclasses.replace(config, num_games=config.num_games // len(devices))
+    n = len(devices)
+    shard = dataclasses.replace(
+        config,
+        num_games=config.num_games // n,
+        num_slots=None if config.num_slots is None else config.num_slots // n,
+    )
     per_step = jax.sharding.PartitionSpec(None, GAMES_AXIS)
     per_game = jax.sharding.PartitionSpec(GAMES_AXIS)
     out_specs = Trajectories(
@@ -449,7 +557,7 @@ def play_games(
     key: jax.Array,
     config: SelfPlayConfig,
 ) -> tuple[Trajectories, dict[str, float]]:
-    """Play ``config.num_games`` games of self-play in one jitted scan.
+    """Play ``config.num_games`` games of self-play in one jitted loop.
 
     Args:
       evaluator_fn: ``variables -> Evaluator`` (e.g.

@@ -1,0 +1,149 @@
+"""Whole games of self-play: how much of the batch plays, one slot per game or refilled.
+
+Self-play searches ``S`` positions a step (``selfplay.num_slots``). With one slot per
+game (``S = G``, the default) a slot whose game ended is searched for nothing until the
+longest game of the call ends; with ``S < G`` a slot that frees takes the next game not
+yet begun, so the batch stays full until the last games. For a run config (the network
+of a checkpoint with ``--checkpoint``, so that the games last as that net's do; a fresh
+net otherwise) this plays ``G`` whole games at each ``S`` of ``--slots`` and prints, per
+``S``:
+
+* **whole-game moves/s**: the moves searched over the wall time of a call (after a
+  compiling one), the best of ``--repeats``;
+* **busy moves/s**: the same self-play at batch ``S`` over ``--moves`` steps from the
+  empty board, where no game ends and every slot plays (the rate a full batch reaches);
+* **fill**: their ratio, the share of the searched positions that belonged to a running
+  game; and the mean and longest game, and the speed-up over ``S = G``.
+
+The last line printed is JSON.
+
+    python bench/selfplay_slots.py configs/go9_strong.py --checkpoint models/go9_strong_state \\
+        --games 64 --slots 64,32,16
+    python bench/selfplay_slots.py configs/go9.py --smoke   # seconds: proves the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+
+import jax
+import numpy as np
+from _timing import cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
+from selfplay_breakdown import SMOKE, prepare  # bench/selfplay_breakdown.py
+
+from gojax.atomic import write_atomic
+from train.checkpoint import restore_variables
+from train.selfplay import play_games
+
+
+def best_call(run, sp_config, variables, repeats: int) -> dict:
+    """Best of ``repeats`` timed self-play calls (after a compiling one): its stats."""
+    play = lambda seed: play_games(  # noqa: E731
+        run.evaluator_fn, run.encode_fn, variables, jax.random.key(seed), sp_config
+    )
+    play(0)
+    best = None
+    for seed in range(1, repeats + 1):
+        traj, stats = play(seed)
+        if best is None or stats["moves_per_second"] > best["moves_per_second"]:
+            lengths = np.asarray(traj.length) + (np.asarray(traj.resigned) != 0)
+            best = dict(stats, longest=int(lengths.max()))
+    return best
+
+
+def measure(run, variables, games: int, slots: list[int], moves: int, repeats: int) -> list:
+    rows = []
+    for s in slots:
+        whole = dataclasses.replace(run.selfplay, num_games=games, num_slots=s, num_steps=None)
+        busy = dataclasses.replace(run.selfplay, num_games=s, num_slots=None, num_steps=moves)
+        print(f"S={s}: {games} whole games, then {moves} busy steps ...", flush=True)
+        w = best_call(run, whole, variables, repeats)
+        b = best_call(run, busy, variables, repeats)
+        rows.append(
+            {
+                "games": games,
+                "slots": s,
+                "positions": int(w["positions"]),
+                "mean_game_length": w["mean_game_length"],
+                "longest_game": w["longest"],
+                "resignations": int(w["resignations"]),
+                "whole_moves_per_s": w["moves_per_second"],
+                "busy_moves_per_s": b["moves_per_second"],
+                "fill": w["moves_per_second"] / b["moves_per_second"],
+            }
+        )
+    base = next((r for r in rows if r["slots"] == games), rows[0])
+    for r in rows:
+        r["speedup"] = r["whole_moves_per_s"] / base["whole_moves_per_s"]
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    head = (
+        "| G games | S slots | mean / longest game | whole-game moves/s | busy moves/s "
+        "| fill | vs S = G |"
+    )
+    lines = [head, "|" + "|".join(["---:"] * (head.count("|") - 1)) + "|"]
+    for r in rows:
+        lines.append(
+            f"| {r['games']} | {r['slots']} | {r['mean_game_length']:.1f} / {r['longest_game']} "
+            f"| {r['whole_moves_per_s']:,.1f} | {r['busy_moves_per_s']:,.1f} "
+            f"| **{r['fill']:.0%}** | {r['speedup']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", help="a run config (configs/*.py)")
+    parser.add_argument("--checkpoint", help="a gojax train workdir: play its newest network")
+    parser.add_argument("--games", type=int, default=64, help="G, whole games a call (64)")
+    parser.add_argument("--slots", default="64,32,16", help="S values, comma-separated")
+    parser.add_argument("--moves", type=int, default=8, help="steps of the busy calls (8)")
+    parser.add_argument("--repeats", type=int, default=1, help="timed calls of each (1)")
+    parser.add_argument("--smoke", action="store_true", help="5x5, a tiny net: seconds")
+    parser.add_argument("--json", help="also write the JSON summary to this file")
+    args, overrides = parser.parse_known_args()
+    bad = [o for o in overrides if not o.startswith("--config.")]
+    if bad:
+        parser.error(f"unknown arguments: {' '.join(bad)} (overrides are --config.GROUP.KEY=V)")
+    if args.smoke:
+        overrides = SMOKE + ["--config.board.max_moves=12"] + overrides
+        args.games, args.slots, args.moves = 4, "4,2", 2
+    slots = [int(s) for s in args.slots.split(",")]
+    if any(not 1 <= s <= args.games for s in slots):
+        parser.error(f"--slots must be in 1..--games ({args.games}), not {args.slots}")
+    run = prepare(args.config, overrides)
+    variables = run.variables
+    if args.checkpoint:
+        try:
+            variables = restore_variables(args.checkpoint).variables
+        except ValueError as error:
+            parser.error(str(error))
+    rows = measure(run, variables, args.games, slots, args.moves, args.repeats)
+    print(table(rows))
+    summary = {
+        "bench": "selfplay_slots",
+        "config": os.path.basename(args.config),
+        "checkpoint": args.checkpoint,
+        "overrides": " ".join(overrides),
+        "machine": cpu_name() if jax.default_backend() == "cpu" else str(jax.devices()[0]),
+        "cores": os.cpu_count(),
+        "devices": jax.local_device_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "rows": rows,
+    }
+    if args.json:
+        write_atomic(args.json, json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
