@@ -8,18 +8,19 @@ of a checkpoint with ``--checkpoint``, so that the games last as that net's do; 
 net otherwise) this plays ``G`` whole games at each ``S`` of ``--slots`` and prints, per
 ``S``:
 
-* **whole-game moves/s**: the moves searched over the wall time of a call (after a
-  compiling one), the best of ``--repeats``;
-* **busy moves/s**: the same self-play at batch ``S`` over ``--moves`` steps from the
-  empty board, where no game ends and every slot plays (the rate a full batch reaches);
-* **fill**: their ratio, the share of the searched positions that belonged to a running
-  game; and the mean and longest game, and the speed-up over ``S = G``.
+* **moves/s**: the moves searched over the wall time of a call (after a compiling one),
+  the best of ``--repeats``, and the speed-up over ``S = G``;
+* **fill**: the share of the slots' searches that went to a running game, the games'
+  steps over ``S`` times the steps of the call. The steps of the call follow from the
+  games' lengths: slot ``s`` starts game ``s``, and at each step the slots whose game
+  ended take the next games in slot order, as ``train.selfplay`` assigns them;
+* the mean and longest game.
 
 The last line printed is JSON.
 
-    python bench/selfplay_slots.py configs/go9_strong.py --checkpoint models/go9_strong_state \\
+    python bench/selfplay_slots.py configs/go9_strong.py --checkpoint models/go9_strong_state \
         --games 64 --slots 64,32,16
-    python bench/selfplay_slots.py configs/go9.py --smoke   # seconds: proves the script
+    python bench/selfplay_slots.py --smoke   # seconds: proves the script
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import json
 import os
 import platform
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -41,8 +43,25 @@ from train.checkpoint import restore_variables
 from train.selfplay import play_games
 
 
+def call_steps(steps_per_game: np.ndarray, slots: int) -> int:
+    """The steps a call of ``G`` games lasting ``steps_per_game [G]`` takes on ``slots``
+    slots: slot ``s`` starts game ``s``; after each step the slots whose game ended take
+    the next games, in slot order (``train.selfplay._play``)."""
+    left = list(steps_per_game[:slots])
+    upcoming = iter(steps_per_game[slots:])
+    step = 0
+    while any(n > 0 for n in left):
+        step += 1
+        for s, n in enumerate(left):
+            if n > 0:
+                left[s] = n - 1
+                if left[s] == 0:
+                    left[s] = next(upcoming, 0)
+    return step
+
+
 def best_call(run, sp_config, variables, repeats: int) -> dict:
-    """Best of ``repeats`` timed self-play calls (after a compiling one): its stats."""
+    """Best of ``repeats`` timed self-play calls (after a compiling one): its figures."""
     play = lambda seed: play_games(  # noqa: E731
         run.evaluator_fn, run.encode_fn, variables, jax.random.key(seed), sp_config
     )
@@ -51,19 +70,19 @@ def best_call(run, sp_config, variables, repeats: int) -> dict:
     for seed in range(1, repeats + 1):
         traj, stats = play(seed)
         if best is None or stats["moves_per_second"] > best["moves_per_second"]:
-            lengths = np.asarray(traj.length) + (np.asarray(traj.resigned) != 0)
-            best = dict(stats, longest=int(lengths.max()))
+            # A game's steps: its moves, and the step in which it resigned.
+            steps = np.asarray(traj.length) + (np.asarray(traj.resigned) != 0)
+            assert steps.sum() == stats["positions"], "every searched position is a game's"
+            best = dict(stats, longest=int(steps.max()), steps=call_steps(steps, sp_config.slots))
     return best
 
 
-def measure(run, variables, games: int, slots: list[int], moves: int, repeats: int) -> list:
+def measure(run, variables, games: int, slots: list[int], repeats: int) -> list:
     rows = []
     for s in slots:
-        whole = dataclasses.replace(run.selfplay, num_games=games, num_slots=s, num_steps=None)
-        busy = dataclasses.replace(run.selfplay, num_games=s, num_slots=None, num_steps=moves)
-        print(f"S={s}: {games} whole games, then {moves} busy steps ...", flush=True)
-        w = best_call(run, whole, variables, repeats)
-        b = best_call(run, busy, variables, repeats)
+        config = dataclasses.replace(run.selfplay, num_games=games, num_slots=s, num_steps=None)
+        print(f"S={s}: {games} whole games ...", flush=True)
+        w = best_call(run, config, variables, repeats)
         rows.append(
             {
                 "games": games,
@@ -72,39 +91,40 @@ def measure(run, variables, games: int, slots: list[int], moves: int, repeats: i
                 "mean_game_length": w["mean_game_length"],
                 "longest_game": w["longest"],
                 "resignations": int(w["resignations"]),
-                "whole_moves_per_s": w["moves_per_second"],
-                "busy_moves_per_s": b["moves_per_second"],
-                "fill": w["moves_per_second"] / b["moves_per_second"],
+                "call_steps": w["steps"],
+                "fill": w["positions"] / (s * w["steps"]),
+                "moves_per_s": w["moves_per_second"],
             }
         )
     base = next((r for r in rows if r["slots"] == games), rows[0])
     for r in rows:
-        r["speedup"] = r["whole_moves_per_s"] / base["whole_moves_per_s"]
+        r["speedup"] = r["moves_per_s"] / base["moves_per_s"]
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    head = (
-        "| G games | S slots | mean / longest game | whole-game moves/s | busy moves/s "
-        "| fill | vs S = G |"
-    )
+    head = "| G games | S slots | mean / longest game | steps | fill | moves/s | vs S = G |"
     lines = [head, "|" + "|".join(["---:"] * (head.count("|") - 1)) + "|"]
     for r in rows:
         lines.append(
             f"| {r['games']} | {r['slots']} | {r['mean_game_length']:.1f} / {r['longest_game']} "
-            f"| {r['whole_moves_per_s']:,.1f} | {r['busy_moves_per_s']:,.1f} "
-            f"| **{r['fill']:.0%}** | {r['speedup']:.2f}x |"
+            f"| {r['call_steps']} | **{r['fill']:.0%}** | {r['moves_per_s']:,.1f} "
+            f"| **{r['speedup']:.2f}x** |"
         )
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("config", help="a run config (configs/*.py)")
+    parser.add_argument(
+        "config",
+        nargs="?",
+        default=str(Path(__file__).resolve().parents[1] / "configs" / "go9_strong.py"),
+        help="a run config (default: configs/go9_strong.py)",
+    )
     parser.add_argument("--checkpoint", help="a gojax train workdir: play its newest network")
     parser.add_argument("--games", type=int, default=64, help="G, whole games a call (64)")
     parser.add_argument("--slots", default="64,32,16", help="S values, comma-separated")
-    parser.add_argument("--moves", type=int, default=8, help="steps of the busy calls (8)")
     parser.add_argument("--repeats", type=int, default=1, help="timed calls of each (1)")
     parser.add_argument("--smoke", action="store_true", help="5x5, a tiny net: seconds")
     parser.add_argument("--json", help="also write the JSON summary to this file")
@@ -114,7 +134,7 @@ def main() -> int:
         parser.error(f"unknown arguments: {' '.join(bad)} (overrides are --config.GROUP.KEY=V)")
     if args.smoke:
         overrides = SMOKE + ["--config.board.max_moves=12"] + overrides
-        args.games, args.slots, args.moves = 4, "4,2", 2
+        args.games, args.slots = 4, "4,2"
     slots = [int(s) for s in args.slots.split(",")]
     if any(not 1 <= s <= args.games for s in slots):
         parser.error(f"--slots must be in 1..--games ({args.games}), not {args.slots}")
@@ -125,7 +145,7 @@ def main() -> int:
             variables = restore_variables(args.checkpoint).variables
         except ValueError as error:
             parser.error(str(error))
-    rows = measure(run, variables, args.games, slots, args.moves, args.repeats)
+    rows = measure(run, variables, args.games, slots, args.repeats)
     print(table(rows))
     summary = {
         "bench": "selfplay_slots",

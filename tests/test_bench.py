@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -227,7 +228,20 @@ def test_slots_bench_plays_whole_games_at_each_slot_count():
     rows = run_bench("selfplay_slots.py")["rows"]
     assert [(r["games"], r["slots"]) for r in rows] == [(4, 4), (4, 2)]
     for r in rows:
-        # 5x5 capped at 12 moves: every game whole, each call the same work.
+        # 5x5 capped at 12 moves: every game whole.
         assert r["positions"] == 4 * r["mean_game_length"] and r["longest_game"] <= 12
-        assert r["fill"] == pytest.approx(r["whole_moves_per_s"] / r["busy_moves_per_s"])
-    assert rows[0]["speedup"] == 1.0
+        assert r["fill"] == pytest.approx(r["positions"] / (r["slots"] * r["call_steps"]))
+    # One slot a game: the call lasts the longest game; two slots play two games each.
+    assert rows[0]["call_steps"] == rows[0]["longest_game"] and rows[0]["speedup"] == 1.0
+    assert rows[1]["longest_game"] <= rows[1]["call_steps"] <= 2 * 12
+
+
+def test_slots_bench_counts_the_steps_of_a_call_as_self_play_assigns_slots():
+    sys.path.insert(0, str(REPO / "bench"))
+    from selfplay_slots import call_steps
+
+    assert call_steps(np.array([3, 5, 2, 4]), 4) == 5  # one slot each: the longest
+    # Two slots: slot 0 plays 3 then game 2 (2): 5 steps; slot 1 plays 5 then game 3 (4): 9.
+    assert call_steps(np.array([3, 5, 2, 4]), 2) == 9
+    # A slot whose game ends early plays more of the games.
+    assert call_steps(np.array([1, 6, 1, 1, 1, 1]), 2) == 6
