@@ -44,6 +44,12 @@ the throughput of a 2-core CPU):
   instead of ~52. From step 1,537 the run continued under this search
   (``--config.train.init_from`` of the PUCT run's checkpoint; the lineage in
   its checkpoints records both).
+* Slots: the 128 games of an iteration are played on 32 slots (16 per core),
+  a slot that frees taking the next game (``selfplay.num_slots``): games end
+  between 30 and 140 moves, and with one slot per game half the searches went
+  to games already over. Whole-game self-play 1.72x faster on 2 cores
+  (``bench/selfplay_slots.py``, BENCHMARKS.md "Whole games"), from step
+  11,105; the games are what they were.
 * Resignation at a value of 0.9, 10% of games never resign to measure false
   positives (``selfplay.resign_false_positive_rate`` in metrics.jsonl).
 * Learner: AdamW 1e-3, batch 256, 96 steps per 128 games (about two samples
@@ -71,6 +77,7 @@ def get_config():
     c.model.preset = "b6c64"
 
     c.selfplay.num_games = 128
+    c.selfplay.num_slots = 32
     c.selfplay.search_kind = "gumbel"
     c.selfplay.num_simulations = 16
     c.selfplay.gumbel_considered = 16
