@@ -47,7 +47,7 @@ the throughput of a 2-core CPU):
 * Slots: the 128 games of an iteration are played on 32 slots (16 per core),
   a slot that frees taking the next game (``selfplay.num_slots``): games end
   between 30 and 140 moves, and with one slot per game half the searches went
-  to games already over. Whole-game self-play 1.72x faster on 2 cores
+  to games already over. Whole-game self-play 1.5-1.7x faster on 2 cores
   (``bench/selfplay_slots.py``, BENCHMARKS.md "Whole games"), from step
   11,105; the games are what they were.
 * Resignation at a value of 0.9, 10% of games never resign to measure false

@@ -186,9 +186,10 @@ class SelfPlayConfig:
 
     @property
     def loop_steps(self) -> int:
-        """A bound on the steps of a call, never reached but as ``num_steps``: while
-        games wait for a slot every slot plays, and all the games' steps number at most
-        ``G * max_moves``; the last games then end within ``max_moves`` steps."""
+        """The most steps a call takes: ``num_steps`` when set; otherwise a bound the
+        last game always ends before (while games wait for a slot every slot plays, and
+        all the games' steps number at most ``G * max_moves``; the last games then end
+        within ``max_moves`` steps)."""
         if self.slots == self.num_games:
             return self.steps
         return -(-self.num_games * self.game_max_moves // self.slots) + self.game_max_moves
