@@ -450,6 +450,9 @@ def section_strength(smoke: bool) -> dict:
     updates = max(1, config.train.updates_per_iteration * games // config.selfplay.num_games)
     overrides = [
         f"--config.selfplay.num_games={games}",
+        # One slot per game: the games are the batch that fills the device (the recipe's
+        # 32 slots suit 2 CPU cores).
+        "--config.selfplay.num_slots=0",
         f"--config.train.updates_per_iteration={updates}",
         f"--config.train.max_minutes={STRENGTH['minutes']}",
         "--config.train.progress=false",
