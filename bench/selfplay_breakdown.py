@@ -219,6 +219,33 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def parse_with_overrides(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, list]:
+    """``parser``'s arguments and the run config overrides (``--config.GROUP.KEY=V``) given
+    beside them; anything else is a usage error."""
+    args, overrides = parser.parse_known_args()
+    bad = [o for o in overrides if not o.startswith("--config.")]
+    if bad:
+        parser.error(f"unknown arguments: {' '.join(bad)} (overrides are --config.GROUP.KEY=V)")
+    return args, overrides
+
+
+def write_summary(bench: str, rows: list[dict], path: str | None, **fields) -> None:
+    """Print the JSON summary line (``bench``, ``fields``, the machine, ``rows``) and, with a
+    ``path``, also write it there atomically."""
+    summary = {
+        "bench": bench,
+        **fields,
+        "machine": cpu_name() if jax.default_backend() == "cpu" else str(jax.devices()[0]),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "rows": rows,
+    }
+    if path:
+        write_atomic(path, json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("config", nargs="+", help="run configs (configs/*.py)")
@@ -227,10 +254,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2, help="timed self-play calls")
     parser.add_argument("--smoke", action="store_true", help="5x5, a tiny net: seconds")
     parser.add_argument("--json", help="also write the JSON summary to this file")
-    args, overrides = parser.parse_known_args()
-    bad = [o for o in overrides if not o.startswith("--config.")]
-    if bad:
-        parser.error(f"unknown arguments: {' '.join(bad)} (overrides are --config.GROUP.KEY=V)")
+    args, overrides = parse_with_overrides(parser)
     if args.smoke:
         overrides = SMOKE + overrides
         args.batch, args.moves, args.repeats = 4, 2, 1
@@ -241,17 +265,7 @@ def main() -> int:
         steps.append(f"--config.selfplay.num_steps={args.moves}")
         rows.append(breakdown(prepare(path, steps + overrides), args.repeats))
     print(table(rows))
-    summary = {
-        "bench": "selfplay_breakdown",
-        "machine": cpu_name() if jax.default_backend() == "cpu" else str(jax.devices()[0]),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "rows": rows,
-    }
-    if args.json:
-        write_atomic(args.json, json.dumps(summary, indent=1) + "\n")
-    print(json.dumps(summary))
+    write_summary("selfplay_breakdown", rows, args.json)
     return 0
 
 

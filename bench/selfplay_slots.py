@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import platform
 import sys
 from pathlib import Path
 
 import jax
 import numpy as np
-from _timing import cpu_name  # bench/_timing.py (scripts run with bench/ on the path)
-from selfplay_breakdown import SMOKE, prepare  # bench/selfplay_breakdown.py
+from selfplay_breakdown import (  # bench/selfplay_breakdown.py
+    SMOKE,
+    parse_with_overrides,
+    prepare,
+    write_summary,
+)
 
-from gojax.atomic import write_atomic
 from train.checkpoint import restore_variables
 from train.selfplay import play_games
 
@@ -128,10 +129,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1, help="timed calls of each (1)")
     parser.add_argument("--smoke", action="store_true", help="5x5, a tiny net: seconds")
     parser.add_argument("--json", help="also write the JSON summary to this file")
-    args, overrides = parser.parse_known_args()
-    bad = [o for o in overrides if not o.startswith("--config.")]
-    if bad:
-        parser.error(f"unknown arguments: {' '.join(bad)} (overrides are --config.GROUP.KEY=V)")
+    args, overrides = parse_with_overrides(parser)
     if args.smoke:
         overrides = SMOKE + ["--config.board.max_moves=12"] + overrides
         args.games, args.slots = 4, "4,2"
@@ -147,21 +145,15 @@ def main() -> int:
             parser.error(str(error))
     rows = measure(run, variables, args.games, slots, args.repeats)
     print(table(rows))
-    summary = {
-        "bench": "selfplay_slots",
-        "config": os.path.basename(args.config),
-        "checkpoint": args.checkpoint,
-        "overrides": " ".join(overrides),
-        "machine": cpu_name() if jax.default_backend() == "cpu" else str(jax.devices()[0]),
-        "cores": os.cpu_count(),
-        "devices": jax.local_device_count(),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "rows": rows,
-    }
-    if args.json:
-        write_atomic(args.json, json.dumps(summary, indent=1) + "\n")
-    print(json.dumps(summary))
+    write_summary(
+        "selfplay_slots",
+        rows,
+        args.json,
+        config=os.path.basename(args.config),
+        checkpoint=args.checkpoint,
+        overrides=" ".join(overrides),
+        devices=jax.local_device_count(),
+    )
     return 0
 
 

@@ -335,15 +335,10 @@ def _search_summary(evaluator: Evaluator, states, key, config: SearchConfig):
     return out.action, weights, out.root_value, best_q, out.root_score
 
 
-def _scatter(buffers: Any, rows: jax.Array, cols: jax.Array, values: Any) -> Any:
-    """``buffers[rows[s], cols[s]] = values[s]`` for each slot ``s`` (a pytree of
-    ``[R, C, ...]`` buffers and ``[S, ...]`` values); out-of-range rows or columns are
-    dropped, which is how an idle slot writes nothing."""
-    return jax.tree.map(lambda b, v: b.at[rows, cols].set(v, mode="drop"), buffers, values)
-
-
-def _put(buffers: Any, index: jax.Array, values: Any) -> Any:
-    """``buffers[index[s]] = values[s]`` (``[G, ...]`` buffers); out of range: dropped."""
+def _write(buffers: Any, index: Any, values: Any) -> Any:
+    """``buffers[index] = values`` for each leaf of the pytrees, ``index`` an ``[S]`` array
+    or a tuple of them (one entry per slot ``s``, ``values`` ``[S, ...]``); an entry out
+    of range is dropped, which is how an idle slot writes nothing."""
     return jax.tree.map(lambda b, v: b.at[index].set(v, mode="drop"), buffers, values)
 
 
@@ -409,10 +404,9 @@ def _play(
         )
         moves = active & ~resign_now
         row = jnp.where(active, states.move_number, config.steps)  # idle: dropped
-        rec = _scatter(
+        rec = _write(
             rec,
-            row,
-            game,
+            (row, game),
             dict(
                 inputs=inputs,
                 policy=weights,
@@ -428,7 +422,7 @@ def _play(
         # Games that ended: their last position and resignations go to their own row,
         # and the slot starts the next game not yet begun (if any).
         ended = active & (states.terminated | (resigned != 0))
-        ends = _put(ends, jnp.where(ended, game, games), (states, resigned, would_resign))
+        ends = _write(ends, jnp.where(ended, game, games), (states, resigned, would_resign))
         number = next_game + jnp.cumsum(ended) - ended  # the ended slots' next games
         refill = ended & (number < games)
         game = jnp.where(refill, number, jnp.where(ended, games, game))
@@ -461,7 +455,7 @@ def _play(
     carry = (jnp.int32(0), new_games(slots), first, jnp.int32(slots), zeros, zeros, rec, ends)
     _, states, game, _, resigned, would_resign, rec, ends = jax.lax.while_loop(cond, body, carry)
     # Games cut off by num_steps: where they stood.
-    states, resigned, would_resign = _put(ends, game, (states, resigned, would_resign))
+    states, resigned, would_resign = _write(ends, game, (states, resigned, would_resign))
 
     final_score = jax.vmap(gojax.score)(states)  # [G]
     by_score = jnp.sign(final_score).astype(jnp.int8)
