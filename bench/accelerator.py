@@ -23,7 +23,11 @@ goes on, so one call always yields a table):
    and learner samples/s of the ``configs/go19_b10c128.py`` recipe, timed
    apart (self-play: 256 games capped at 8 moves, 32/8 simulations; learner:
    the recipe's batch of 1024 drawn from those games);
-7. strength: the 9x9 recipe ``configs/go9_strong.py`` trained for
+7. one_game: one 19x19 game's search with the reference b6c96 net at K leaves
+   a step (virtual loss; ``bench/one_game.py``'s measurement), K = 1 to 256 at
+   1,024 visits, beside the net alone at batch 1 and K: the best K's visits/s
+   over K = 1's (when the reference is found);
+8. strength: the 9x9 recipe ``configs/go9_strong.py`` trained for
    ``--strength-minutes`` (1,024 games an iteration), continuing the run from
    ``--strength-init`` (a snapshot of it, e.g. the one in ``models/``); the
    snapshot it ends with is left in ``<out>/strength/snapshot`` to continue
@@ -69,6 +73,7 @@ sys.path.insert(0, str(HERE))
 
 import board as board_bench  # noqa: E402  (bench/board.py)
 import net as net_bench  # noqa: E402  (bench/net.py)
+import one_game as one_game_bench  # noqa: E402  (bench/one_game.py)
 import selfplay as selfplay_bench  # noqa: E402  (bench/selfplay.py)
 import selfplay_breakdown  # noqa: E402  (bench/selfplay_breakdown.py)
 from _timing import best_time, best_times  # noqa: E402
@@ -421,6 +426,48 @@ def section_training(smoke: bool) -> dict:
     return result
 
 
+def section_one_game(smoke: bool) -> dict:
+    """One game's search at K leaves a step against K = 1 (``bench/one_game.py``): on an
+    accelerator a batch of one leaves nearly the whole device idle, so K is the lever
+    for the GTP and analysis engines there."""
+    from gojax.katago_model import load_model
+
+    if _reference() is None or not one_game_bench.MODEL.exists():
+        print("  reference net not found: skipped (set GOJAX_REFERENCE)")
+        return {"skipped": "no reference net"}
+    size, visits, leaf_batches = (9, 8, [1, 4]) if smoke else (19, 1024, [1, 16, 64, 256])
+    settings = argparse.Namespace(
+        move=40,
+        visits={size: visits},
+        leaf_batches=leaf_batches,
+        kind="katago",
+        virtual_loss=1,
+        katago=None,
+        repeats=1 if smoke else 2,
+    )
+    rows, _ = one_game_bench.measure(load_model(one_game_bench.MODEL), size, settings)
+    for row in rows:
+        print(
+            f"  K={row['leaf_batch']:<4d} {row['search_visits_per_s']:10,.0f} visits/s "
+            f"({row['speedup_over_first']:.1f}x K=1); net alone at batch K "
+            f"{row['net_evals_per_s_batch_k']:10,.0f} evals/s ({row['search_over_net_k']:.0%})"
+        )
+    best = max(rows, key=lambda row: row["search_visits_per_s"])
+    print(
+        f"  {size}x{size}, {visits} visits: best K = {best['leaf_batch']}, "
+        f"{best['speedup_over_first']:.1f}x the visits/s of K = 1",
+        flush=True,
+    )
+    return {
+        "size": size,
+        "visits": visits,
+        "rows": rows,
+        "best_leaf_batch": best["leaf_batch"],
+        "best_over_k1": best["speedup_over_first"],
+        "ok": all(math.isfinite(row["search_visits_per_s"]) for row in rows),
+    }
+
+
 # The strength recipe's section: minutes of training and the state to continue from
 # (--strength-minutes, --strength-init); set by main().
 STRENGTH = {"minutes": 5.0, "init": "", "games": 1024}
@@ -513,6 +560,7 @@ SECTIONS = [
     ("board", section_board),
     ("search", section_search),
     ("training", section_training),
+    ("one_game", section_one_game),
     ("strength", section_strength),
 ]
 

@@ -131,6 +131,24 @@ def test_accelerator_training_section_times_features_selfplay_and_learner_apart(
     assert json.loads((out / "results.json").read_text()) == result
 
 
+@pytest.mark.slow  # CI runs every section of the smoke after the tests (.ci/run)
+def test_accelerator_one_game_section_times_each_leaf_batch(tmp_path):
+    """One 9x9 game at K = 1 and 4 (smoke), each row beside the net alone, and the best K
+    named with its speed-up over K = 1."""
+    out = tmp_path / "accel"
+    one_game = run_bench("accelerator.py", "--only", "one_game", "--out", str(out))["one_game"]
+    if "skipped" in one_game:
+        pytest.skip("the reference net (../shared/reference) is not here")
+    assert one_game["size"] == 9 and one_game["visits"] == 8
+    assert [row["leaf_batch"] for row in one_game["rows"]] == [1, 4]
+    assert all(row["search_visits_per_s"] > 0 for row in one_game["rows"])
+    best = max(one_game["rows"], key=lambda row: row["search_visits_per_s"])
+    assert one_game["best_leaf_batch"] == best["leaf_batch"]
+    assert one_game["best_over_k1"] == pytest.approx(
+        best["search_visits_per_s"] / one_game["rows"][0]["search_visits_per_s"]
+    )
+
+
 def test_accelerator_results_write_jax_scalars_as_numbers(tmp_path):
     """A figure left as a JAX scalar is still written as a number."""
     sys.path.insert(0, str(REPO / "bench"))
