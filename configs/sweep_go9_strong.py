@@ -6,7 +6,7 @@ gather the ones to rate in one folder first, e.g. (links are enough)::
 
     mkdir -p runs/go9_lineage/checkpoints && cd runs/go9_lineage/checkpoints
     ln -s ../../go9_strong/snapshots/checkpoints/480 480    # ... one per snapshot
-    ln -s ../../../models/go9_strong_state/checkpoints/11105 11105
+    ln -s ../../../models/go9_strong_state/checkpoints/16386 16386  # its newest step
 
 then (both cores: one XLA host device per core)::
 
