@@ -153,6 +153,22 @@ def measure(model, size: int, args) -> tuple[list[dict], dict | None]:
     return rows, peer
 
 
+def table(rows: list[dict]) -> str:
+    """``measure``'s rows as a text table, a line per size and K."""
+    lines = [
+        f"{'size':>5} {'visits':>6} {'K':>3} {'search v/s':>11} {'x K=first':>9} "
+        f"{'net@1 ev/s':>11} {'net@K ev/s':>11} {'search/net@K':>12}"
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['size']:5d} {row['visits']:6d} {row['leaf_batch']:3d} "
+            f"{row['search_visits_per_s']:11.1f} {row['speedup_over_first']:9.2f} "
+            f"{row['net_evals_per_s_batch_1']:11.1f} {row['net_evals_per_s_batch_k']:11.1f} "
+            f"{row['search_over_net_k']:12.2f}"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[19, 9])
@@ -186,18 +202,7 @@ def main() -> None:
         size_rows, peer = measure(model, size, args)
         rows.extend(size_rows)
         peers.extend([peer] if peer else [])
-    header = (
-        f"{'size':>5} {'visits':>6} {'K':>3} {'search v/s':>11} {'x K=first':>9} "
-        f"{'net@1 ev/s':>11} {'net@K ev/s':>11} {'search/net@K':>12}"
-    )
-    print(header)
-    for row in rows:
-        print(
-            f"{row['size']:5d} {row['visits']:6d} {row['leaf_batch']:3d} "
-            f"{row['search_visits_per_s']:11.1f} {row['speedup_over_first']:9.2f} "
-            f"{row['net_evals_per_s_batch_1']:11.1f} {row['net_evals_per_s_batch_k']:11.1f} "
-            f"{row['search_over_net_k']:12.2f}"
-        )
+    print(table(rows))
     for peer in peers:
         print(
             f"{peer['size']}x{peer['size']} {peer['visits']} visits: KataGo {peer['engine']} "
